@@ -65,6 +65,43 @@ PRECISION_TO_FORMAT = {"fp8": "fp8", "fp4": "nvfp4", "nvfp4": "nvfp4", "bf16": "
                        "float16": "bf16", "bfloat16": "bf16", "int8": "int8", "int4": "int4"}
 
 
+# the measured columns `estimate --from-csv` carries to its output beside its predictions, unread by the estimate
+MEASURED_COLUMNS = ("ttft_ms", "tpot_ms")
+# a measured time this many times below the prediction is a unit slip (seconds in an _ms column: 1000x), not the
+# estimate's error, which on the calibration rows has a median of 10-22% (README.md, accuracy)
+UNIT_SLIP_RATIO = 100
+
+
+def measured_cell_notes(rows: Iterable[Mapping[str, Any]], first_line: int = 2) -> list[str]:
+    """What the measured columns of evaluated rows (each with its `<col>_pred`) hold that no comparison can read:
+    a cell that is not a number, and a time UNIT_SLIP_RATIO x below its prediction (seconds written as ms). One
+    note per column and kind, with the count and the first line."""
+    bad: dict[tuple[str, str], list[tuple[int, str, str]]] = {}
+    for line, row in enumerate(rows, start=first_line):
+        for col in MEASURED_COLUMNS:
+            cell, pred = row.get(col), row.get(f"{col}_pred")
+            if _blank(cell) or _blank(pred):
+                continue
+            try:
+                value = float(str(cell))
+            except ValueError:
+                bad.setdefault((col, "text"), []).append((line, str(cell), str(pred)))
+                continue
+            if math.isfinite(value) and 0 <= value * UNIT_SLIP_RATIO < float(str(pred)):
+                bad.setdefault((col, "unit"), []).append((line, str(cell), str(pred)))
+    notes = []
+    for (col, kind), hits in bad.items():
+        line, cell, pred = hits[0]
+        if kind == "text":
+            notes.append(f"{col} is no number in {len(hits)} evaluated row(s) (first: line {line}, {cell!r}): the "
+                         "output carries it beside the prediction, and no comparison can read it")
+        else:
+            notes.append(f"{col} is below 1/{UNIT_SLIP_RATIO} of the prediction in {len(hits)} evaluated row(s) "
+                         f"(first: line {line}, {cell} against {float(pred):.4g} ms): seconds written in a "
+                         "milliseconds column?")
+    return notes
+
+
 @dataclass(frozen=True)
 class Case:
     model: ModelSpec

@@ -44,7 +44,7 @@ def _fmt_num(v: float) -> str:
 def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, int, list[str]]:
     """Evaluate every row; a row that cannot be evaluated gets `error` and the run goes on. (rows, errors, notes):
     the notes say which conventions stood in for cells the rows leave blank where that changes the prediction."""
-    from solver.measured import REQUIRED_COLUMNS, predict_row
+    from solver.measured import REQUIRED_COLUMNS, measured_cell_notes, predict_row
     from solver.outfile import atomic_write, check_extension, check_writable
     from solver.specs.deployment import beside
     from solver.specs.framework import load_framework
@@ -113,7 +113,7 @@ def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, in
         first = out[0]["error"]
         raise InputError("--from-csv", f"none of the {len(out)} rows could be evaluated (first: {first[:200]})"
                          + ("" if path_out == "-" else f"; the errors are in {path_out}"))
-    notes = []
+    notes = measured_cell_notes(out)
     guessed = [line for line, r in enumerate(out, start=2) if disagg and not r["error"] and not is_complete(r)]
     if guessed:  # a convention, not a measurement: say how many predictions rest on it
         notes.append(f"{len(guessed)} of {len(out) - errors} evaluated rows leave prefill_workers / decode_workers "

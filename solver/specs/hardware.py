@@ -41,6 +41,14 @@ VENDOR = re.compile(r"[a-z][a-z0-9_-]*")  # a vendor name as device files and en
 DEVICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 
 
+def _bps_unit(value: object) -> object:
+    """A rate below MIN_BPS was written in GB/s or TB/s (3.35 for 3.35 TB/s): say the unit, before the range check
+    refuses it without one."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < MIN_BPS:
+        raise ValueError(f"below 1 MB/s: the field is in bytes per second (3.35 TB/s = 3.35e12), got {value}")
+    return value
+
+
 class Tier(BaseModel):
     """A network tier: the link a collective uses when its group spans this level of the topology."""
 
@@ -59,6 +67,11 @@ class Tier(BaseModel):
         0, ge=0, le=1024, description="peer links of a switchless full mesh (Infinity Fabric, HCCS): "
         "bandwidth_Bps is their sum, each peer reached over one link, so a group reaching k peers over this tier "
         "drives k of them; 0 = a switched fabric, where one peer gets the whole rate")
+
+    @field_validator("bandwidth_Bps", mode="before")
+    @classmethod
+    def _in_bps(cls, value: object) -> object:
+        return _bps_unit(value)
 
 
 class Efficiency(BaseModel):
@@ -227,6 +240,11 @@ class Hardware(BaseModel):
             raise ValueError("a lower-case name such as nvidia, amd, huawei or intel (engine profiles list the "
                              "vendors they run on so, and an engine runs only on its vendors' devices)")
         return value
+
+    @field_validator("hbm_bandwidth_Bps", mode="before")
+    @classmethod
+    def _in_bps(cls, value: object) -> object:
+        return _bps_unit(value)
 
     @field_validator("memory_bytes", "reserved_bytes")
     @classmethod

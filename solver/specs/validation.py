@@ -321,9 +321,19 @@ def _unique_keys_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: 
     return yaml.SafeLoader.construct_mapping(loader, node, deep)
 
 
+def _float_or_exponent(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int | float:
+    """YAML 1.1's own floats: those in exponent form follow the rule above (9.6e+10, PyYAML's float form with its
+    signed exponent, is 96000000000 for memory_bytes as 96e9 is); the others stay PyYAML's (96000000000.0 is no
+    integer for an integer field)."""
+    if "e" in str(node.value).lower() and _EXPONENT.match(str(node.value)):
+        return _exponent_number(loader, node)
+    return loader.construct_yaml_float(node)
+
+
 for _cls in (c for c in (_Loader, _FAST_LOADER) if c is not None):
     _cls.add_implicit_resolver(_EXPONENT_TAG, _EXPONENT, list("-+.0123456789"))
     _cls.add_constructor(_EXPONENT_TAG, _exponent_number)
+    _cls.add_constructor("tag:yaml.org,2002:float", _float_or_exponent)
     _cls.construct_mapping = _unique_keys_mapping  # type: ignore[method-assign]
 
 

@@ -25,6 +25,9 @@ class ReadRecorder(dict):
         # keys lifted out of a nested block (DBRX / MPT's attn_config, ffn_config) -> that block's "name.", so that
         # errors and notes name the field where the user wrote it
         self.nested: dict[str, str] = {}
+        # keys the config leaves out, taken at the family class's default -> where (default_notes.default_sources),
+        # so that a refusal of such a value says the user never wrote it
+        self.defaults_from: dict[str, str] = {}
 
     def get(self, key: Any, default: Any = None) -> Any:
         self.looked_up.add(key)
@@ -57,6 +60,9 @@ class Fields:
         return f"{self.origin}: {self.path(field)}"
 
     def err(self, field: str, problem: str) -> InputError:
+        where = getattr(self.cfg, "defaults_from", {}).get(field)
+        if where and "default" not in problem:  # a value the user never wrote: say whose it is
+            problem = f"{problem}; absent from config.json, read at {where}"
         return InputError(self.name(field), problem)
 
     def has(self, *names: str) -> bool:
