@@ -135,6 +135,31 @@ class IndexerDecodeBound(BaseModel):
         return self
 
 
+class MaxContext(BaseModel):
+    """The longest context the engine derives from a model's config, the one it serves without being told to
+    allow a longer one (specs/context.derived_context): the context field, times a RoPE scaling's factor as its
+    config loader multiplies it. Unset: the field alone."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    scaled: bool = Field(True, description="a RoPE scaling's factor multiplies the context; false: the field "
+                         "alone, whatever the scaling")
+    unscaled_types: list[str] = Field(default_factory=list, description="scaling types (rope_type, else the "
+                                      "legacy type) whose factor leaves the field as it is (the field is already "
+                                      "the scaled context)")
+    from_original: list[str] = Field(default_factory=list, description="scaling types whose factor multiplies "
+                                     "original_max_position_embeddings (the scaling's, else the config's), not "
+                                     "the field")
+    unscaled_carrying_original: bool = Field(False, description="a scaling that writes its own "
+                                             "original_max_position_embeddings leaves the field as it is")
+    per_layer_types: bool = Field(True, description="a scaling nested per layer type (Gemma-3's full_attention) "
+                                  "counts; false: the loader reads a factor at the top of the block only")
+    skip_model_types: list[str] = Field(default_factory=list, description="model types (a substring of "
+                                        "model_type) whose field is taken as already scaled, whatever the scaling")
+    source: str = Field(min_length=1, description="the engine source file:line the rule is read from, or "
+                        "'unsourced: ...'")
+
+
 class FrameworkProfile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
@@ -226,6 +251,8 @@ class FrameworkProfile(BaseModel):
     efficiency: FrameworkEfficiency = Field(default_factory=FrameworkEfficiency)
     scheduler: FrameworkScheduler = Field(default_factory=FrameworkScheduler)
     launch: LaunchSpec | None = Field(None, description="how the engine's flags and files spell a config")
+    max_context: MaxContext | None = Field(None, description="the longest context it derives from a model's "
+                                           "config (MaxContext); unset: the context field alone")
     features: dict[FeatureName, Feature] = Field(
         default_factory=dict, description="engine features the planner does not model yet (pipeline_parallel, "
         "redundant_experts, ...), with flag and source")

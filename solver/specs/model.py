@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from solver.specs.config.encoders import Encoder
 from solver.specs.config.quant import QuantSpec
+from solver.specs.context import RopeScaling
 from solver.specs.layers import MLA, Attention, CompressedAttention, DenseFFN, Layer, MoE, grouped
 from solver.specs.layers.base import block_counts, compact
 from solver.specs.layers.base import Block
@@ -48,6 +49,8 @@ class ModelSpec:
     encoders: tuple[Encoder, ...] = ()
     max_position_embeddings: int | None = None
     context_field: str = "max_position_embeddings"  # the config field max_position_embeddings was read from
+    # the config's RoPE scalings, which an engine may multiply the context by (specs/context.derived_context)
+    rope_scalings: tuple[RopeScaling, ...] = ()
     pattern_source: str = ""  # the config field the layer pattern came from
     # the layer each layer reads its K/V from where the config names it (kv_source_layers), its own index where it
     # caches its own; () where no layer names one (CLA and Gemma-3n read the nearest: model_rules.kv_sharing_split)

@@ -505,7 +505,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         name=name, model_type=model_type, hidden_size=hidden, vocab_size=vocab,
         tie_word_embeddings=tie, layers=layers, mtp_modules=mtp,
         mtp_checkpoint_copies=copies, encoders=encoders,
-        max_position_embeddings=max_pos, context_field=context_field,
+        max_position_embeddings=max_pos, context_field=context_field, rope_scalings=read_rope_scalings(f.cfg),
         pattern_source=source, kv_sources=_kv_sources(layer_slots, layers), quant=quant, warnings=tuple(warnings), nonstandard_modules=tuple(nonstandard),
         norm_bias=norm_bias, remote_code=bool(raw.get("auto_map")), position_encoding=positions,
         per_layer_inputs=reader.per_layer_inputs(), self_conditioning=reader.self_conditioning(), **outside,
