@@ -316,7 +316,7 @@ def memory_config(model: str, hardware: str, cards: int, knobs: dict[str, Any], 
     # the options the report was sized under (the drafts' state pages), which its cache line describes
     opts = drafting_options(opts, spec, mtp)
     return MemoryResult(spec, hw, pc, prec, opts, rep, best, batch, seq_len,
-                        [*input_notes(spec, hw, prec, timed=False, max_len=seq_len), *notes], asked=str(model))
+                        [*input_notes(spec, hw, prec, timed=False, max_len=seq_len, served_by=fw), *notes], asked=str(model))
 
 
 def _est(e, concurrency: int, cross_node: bool | None, prompt_len: int | None = None) -> dict:
@@ -435,7 +435,7 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     # what runs in which precision (weight-only W4A16 / W8A16, a format served as bf16), as estimate and memory say
     # the config's own warnings (a field read at its class default) first, as every other command says them
     r.notes[:0] = [n for n in spec.warnings if n not in r.notes]
-    r.notes += [n for n in prec.notes if n not in r.notes] + list(context_notes(spec, wl.context_len)) \
+    r.notes += [n for n in prec.notes if n not in r.notes] + list(context_notes(spec, wl.context_len, fw)) \
         + [n for n in engine_notes(fw) if n not in r.notes] + list(filter(None, [prefix_hit_note(wl.prefix_hit, wl.kind)]))
     kv_refusal = fw.kv_dtype_refusal(dep.quant.kv_cache)  # the engine cannot run it: launch refuses, solve too
     if kv_refusal:

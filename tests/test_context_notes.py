@@ -35,8 +35,8 @@ def test_a_rotary_model_past_its_context_is_told_what_engines_take_and_how_to_ex
     262,144 + 256 = 262,400 tokens exceed it."""
     (note,) = context_notes(load_model("deepseek-v3.2"), 262_400)
     assert note.startswith("the longest sequence, 262,400 tokens, exceeds DeepSeek-V3.2's max_position_embeddings "
-                           "163,840: engines take max_position_embeddings (times the factor of a linear or dynamic "
-                           "RoPE scaling; a YaRN or llama3 config's field is already the scaled context)")
+                           "163,840: engines take max_position_embeddings (times a RoPE scaling's factor where the "
+                           "engine's loader multiplies it: the profile's max_context)")
     assert "raise the scaling factor and max_position_embeddings in the config" in note
     assert context_notes(load_model("deepseek-v3.2"), 163_840) == []
 

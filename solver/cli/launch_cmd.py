@@ -124,7 +124,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
                  for p in hardware_placement(spec, hw, pc, fw.kvp_splits_attention_weights)[1]]
     placement += [f"{p}: `shardplan check` warns"
                   for p in straddling_groups(spec, hw, pc, fw.kvp_splits_attention_weights)]
-    notes = context_notes(spec, engine_len) + ([misfit] if misfit else []) + placement
+    notes = context_notes(spec, engine_len, fw) + ([misfit] if misfit else []) + placement
     if notes:
         launch["notes"] = [*launch.get("notes", ()), *notes]
     if fmt == "shell":

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import yaml
 
 from solver.errors import InputError
+from solver.specs.context import derived_context
 from solver.specs.dtypes import number_format
 from solver.specs.framework import FrameworkProfile
 from solver.specs.profile_rules import KNOB_NAMES
@@ -31,6 +32,7 @@ from solver.specs.hardware import Hardware
 from solver.specs.launch_spec import DISAGG_ROLES, POOL_NAMES, REPLICA_BATCH, DisaggLaunch, LaunchArg, pool_role
 from solver.specs.expr import compile_expr
 from solver.specs.model import ModelSpec
+from solver.specs.notes import derived_said
 from solver.specs.model_rules import model_problems
 from solver.specs.parallel import ParallelConfig, absent_knobs
 from solver.space.domains import node_counts
@@ -264,8 +266,9 @@ def _context_note(fw: FrameworkProfile, model: ModelSpec, args: list[LaunchArg],
     set_ = [f"{a.env}={_argv_token(_value(a, names, fw.name))}" if a.env else a.flag or ""
             for a in args if "past_context" in a.when_expr.names and a.when_expr.evaluate(names)]
     sources = "; ".join(dict.fromkeys(a.source for a in args if "past_context" in a.when_expr.names and a.source))
+    limit = derived_context(model, fw.max_context) or 0
     head = (f"max model length {names['max_model_len']:,} exceeds {model.name}'s {model.context_field} "
-            f"{model.max_position_embeddings:,}: ")
+            f"{model.max_position_embeddings:,}{derived_said(model, limit, fw)}: ")
     allow = (f"the command sets {', '.join(set_)}, without which {fw.name} refuses it ({sources})" if set_ else
              f"{fw.name}'s profile has no launch arg that allows it (one with `when: past_context`): add the "
              "engine's switch for a longer maximum model length")
@@ -388,6 +391,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     nnodes = math.ceil(world / hw.ranks_per_node)
     gpus = min(world, hw.ranks_per_node)
     counts = node_counts(world, hw.ranks_per_node)
+    derived = derived_context(model, fw.max_context)
     base = {
         **env,
         "nnodes": nnodes, "gpus_per_node": gpus, "max_model_len": inputs.max_model_len,
@@ -408,7 +412,8 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         "role": role, "prefill_role": role == "prefill",
         "memory_fraction": memory_fraction(hw),
         "remote_code": model.remote_code,
-        "past_context": model.max_position_embeddings is not None and inputs.max_model_len > model.max_position_embeddings,
+        # past the context the engine derives from the config (its field times the RoPE factor it multiplies)
+        "past_context": derived is not None and inputs.max_model_len > derived,
         # the condition the estimate prices the profile's EP kernels under, read at this config and device; a
         # model without routed experts dispatches no tokens (a dense model's moe_ep_size is its world), so its
         # command names no MoE exchange

@@ -487,7 +487,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
             "configuration there runs within them, the best of their pattern planned at it): " + ", ".join(own)
             if own else "")
     device = [n for n in (placement_note(hw, fw, world), unstated_platform_note(hw, fw)) if n]
-    result.input_notes = (*input_notes(model, hw, prec, max_len=scenario.max_seq_len), *device)
+    result.input_notes = (*input_notes(model, hw, prec, max_len=scenario.max_seq_len, served_by=fw), *device)
     if explain_binding:
         result.binding = binding_constraints(planner, chosen[0])
     pruned: dict[str, list[str]] = {}

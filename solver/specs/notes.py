@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from solver.specs.fitted import calibrated_devices, calibrated_vendors, fitted_factors, fitted_global
+from solver.specs.context import derived_context
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.precision import Precision
@@ -70,15 +71,14 @@ def past_position_table(model: ModelSpec, max_len: int | None) -> str | None:
 
 
 # what lies past the trained context, by ModelSpec.position_encoding (the learned table: past_position_table).
-# Rotary: the engines derive their limit from the field, times the factor of a linear or dynamic scaling (a YaRN or
-# llama3 config's field is already the scaled context), and refuse a longer one unless told to allow it (vLLM
-# 0.34.0 config/model.py _get_and_verify_max_len; sglang 0.5.23 utils/hf_transformers/common.py
-# get_context_length, configs/model_config.py _derive_context_length); each profile's args that read past_context
-# and its launch.long_context say the engine's own switch and config override
+# Rotary: each engine derives its limit from the field, times a RoPE scaling's factor as its loader multiplies it
+# (specs/context.derived_context, read from the profile's max_context), and refuses a longer one unless told to
+# allow it; each profile's args that read past_context and its launch.long_context say the engine's own switch and
+# config override
 _PAST_CONTEXT = {
-    "rope": "engines take {field} (times the factor of a linear or dynamic RoPE scaling; a YaRN or llama3 "
-            "config's field is already the scaled context) as the longest maximum model length and refuse a longer "
-            "one unless told to allow it, and positions past it run outside the RoPE scaling the config trained: "
+    "rope": "engines take {field} (times a RoPE scaling's factor where the engine's loader multiplies it: the "
+            "profile's max_context) as the longest maximum model length and refuse a longer one unless told to "
+            "allow it, and positions past it run outside the RoPE scaling the config trained: "
             "raise the scaling factor and {field} in the config (the engine's config override) to extend it; the "
             "launch commands set each engine's switch and name its override",
     "alibi": "ALiBi has no position table that limits the length, but {field} is the context it was trained on and "
@@ -93,25 +93,38 @@ _PAST_CONTEXT = {
 }
 
 
-def context_notes(model: ModelSpec, max_len: int | None) -> list[str]:
-    """A sequence longer than the model's context: the figures are computed, and the note says what the length
-    means for the model's position encoding (_PAST_CONTEXT): a RoPE scaling can extend a rotary model; ALiBi and
-    NoPE have no table to outrun, only a trained context; past a learned position table no engine serves it at
-    all (past_position_table; the planner refuses to plan it)."""
-    limit = model.max_position_embeddings
-    if max_len is None or limit is None or max_len <= limit:
+def context_notes(model: ModelSpec, max_len: int | None, fw: FrameworkProfile | None = None) -> list[str]:
+    """A sequence longer than the model's context (as `fw` derives it from the config: derived_context; without an
+    engine, the field alone): the figures are computed, and the note says what the length means for the model's
+    position encoding (_PAST_CONTEXT): a RoPE scaling can extend a rotary model; ALiBi and NoPE have no table to
+    outrun, only a trained context; past a learned position table no engine serves it at all
+    (past_position_table; the planner refuses to plan it)."""
+    field = model.max_position_embeddings
+    limit = derived_context(model, fw.max_context if fw is not None else None)
+    if max_len is None or field is None or limit is None or max_len <= limit:
         return []
     table = past_position_table(model, max_len)
     if table:
-        return [f"{model.name}: {table}: no engine serves that length; keep --isl + --osl within {limit:,}"]
+        return [f"{model.name}: {table}: no engine serves that length; keep --isl + --osl within {field:,}"]
     past = _PAST_CONTEXT.get(model.position_encoding, _PAST_CONTEXT["rope"]).format(field=model.context_field)
-    return [f"the longest sequence, {max_len:,} tokens, exceeds {model.name}'s {model.context_field} {limit:,}: "
-            f"{past}"]
+    return [f"the longest sequence, {max_len:,} tokens, exceeds {model.name}'s {model.context_field} {field:,}"
+            f"{derived_said(model, limit, fw)}: {past}"]
+
+
+def derived_said(model: ModelSpec, limit: int, fw: FrameworkProfile | None) -> str:
+    """The engine's derived context where its RoPE scaling makes it other than the field ("" where it is the
+    field)."""
+    if fw is None or limit == model.max_position_embeddings:
+        return ""
+    return f" ({limit:,} as {fw.name} derives it with the config's RoPE scaling factor)"
 
 
 def input_notes(model: ModelSpec, hw: Hardware, prec: Precision, timed: bool = True,
-                max_len: int | None = None, fw: FrameworkProfile | None = None) -> tuple[str, ...]:
+                max_len: int | None = None, fw: FrameworkProfile | None = None,
+                served_by: FrameworkProfile | None = None) -> tuple[str, ...]:
     """The model's warnings, the sequence against the model's context (`max_len`: the longest sequence the
-    answer serves), the device's notes and (`timed`, `fw` given) the engine's, in that order."""
+    answer serves; the context as `served_by`, else `fw`, derives it), the device's notes and (`timed`, `fw`
+    given) the engine's, in that order."""
     engine = engine_notes(fw) if timed and fw is not None else []
-    return (*model.warnings, *context_notes(model, max_len), *device_notes(hw, prec, timed), *engine)
+    return (*model.warnings, *context_notes(model, max_len, served_by or fw), *device_notes(hw, prec, timed),
+            *engine)

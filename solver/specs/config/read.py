@@ -23,6 +23,7 @@ from solver.specs.config.pattern import Slot, slots
 from solver.specs.config.positions import position_encoding
 from solver.specs.config.quant import read_quant
 from solver.specs.config.tiled_towers import image_tokens
+from solver.specs.context import read_rope_scalings
 from solver.specs.config.unread import (check_unread, refuse_uncountable, refuse_unread_subconfigs,
                                          unread_mixer_field)
 from solver.specs.layers import MLA, Attention, Layer
