@@ -68,12 +68,27 @@ def test_the_utilization_is_still_given_beside_the_pool_as_the_worker_checks_it_
 
 
 def test_the_pool_is_never_below_the_caches_the_plan_holds():
-    """A report whose activations leave the caches less than they hold (no launch is emitted for it: the share's
-    refusal) still gets no pool smaller than its caches, rounded up to the byte."""
+    """A plan filled to within a quarter byte of its limit gets its caches rounded up, not the limit's remainder
+    rounded down below them."""
     cand, _ = _top("llama-3.1-70b", "h100_sxm", 4, "vllm")
     mem = cand.planned.estimate.memory
-    crowded = replace(mem, activation_bytes=mem.activation_bytes + 10e9)
-    assert kv_pool_bytes(crowded) == math.ceil(crowded.cache_total)
+    full = replace(mem, activation_bytes=mem.limit_bytes - mem.weights_total - mem.comm_buffer_bytes
+                   - mem.cache_total - 0.25)
+    assert full.feasible and kv_pool_bytes(full) == math.ceil(full.cache_total)
+
+
+def test_a_plan_that_does_not_fit_gets_no_pool_and_the_engine_sizes_one_from_its_share():
+    """Llama-3.1-70B TP4 on 4 H100 at 4096 requests of 5,120 tokens: its caches exceed the limit, so no pool holds
+    it; the launch prints the share alone (vLLM sizes a smaller pool and queues the rest), not a pool to OOM on."""
+    cand, _ = _top("llama-3.1-70b", "h100_sxm", 4, "vllm")
+    crowded = replace(cand.planned.estimate.memory, activation_bytes=100e9)
+    assert not crowded.feasible and kv_pool_bytes(crowded) == 0
+    from solver.launch.emit import LaunchInputs, emit_launch
+
+    launch = emit_launch(load_framework("vllm"), load_model("llama-3.1-70b"), load_hardware("h100_sxm"),
+                         cand.planned.config, LaunchInputs(batch=4096, max_model_len=5120))
+    argv = launch["nodes"][0]["argv"]
+    assert FLAG not in argv and "--gpu-memory-utilization" in argv
 
 
 def test_check_command_reads_a_pool_other_than_the_launchs_as_a_setting_not_a_knob():

@@ -423,8 +423,9 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         base["kv_pool_bytes"] = 0
     elif any(PLAN_MEMORY_NAMES & _reads(a) for a in args):
         mem = _plan_memory(fw, model, hw, pc, inputs)
+        # a share is refused where the plan does not fit; a pool is left out (0: the engine sizes it)
         refusal = static_fraction_refusal(mem)
-        if refusal:
+        if refusal and any({"static_fraction", "free_fraction"} & _reads(a) for a in args):
             raise InputError(f"--engine {fw.name}", refusal)
         base["static_fraction"] = static_fraction(mem)
         base["free_fraction"] = free_fraction(mem)

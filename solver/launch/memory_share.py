@@ -58,7 +58,10 @@ def kv_pool_bytes(mem: "MemoryReport") -> int:
     plan filled to its limit the caches the plan holds. An engine told the pool's bytes (vLLM's
     --kv-cache-memory-bytes) takes them as they are: no profiled activations, non-torch memory or graph estimate
     come out of them, so the pool holds the requests the plan fits (the graphs stay in the runtime reserve beside
-    it, as the memory model has them)."""
+    it, as the memory model has them). 0 where the plan does not fit (static_fraction_refusal): no pool holds it,
+    and the launch leaves the engine to size one from its share, holding fewer requests than planned."""
+    if not mem.feasible:
+        return 0
     held = math.ceil(mem.cache_total)
     return max(held, math.floor(mem.limit_bytes - mem.weights_total - mem.activation_bytes - mem.comm_buffer_bytes))
 
