@@ -110,3 +110,18 @@ def test_solves_launch_with_the_pool_reads_back_with_no_setting_said_to_differ()
                       "--osl", "1024", "--concurrency", str(cand.planned.batch))
     assert out is not None, r.output
     assert not [n for n in out["command"]["notes"] if n.startswith((FLAG, "--gpu-memory-utilization"))]
+
+
+def test_a_kv_format_the_device_lacks_leaves_the_pool_to_the_engine_and_says_the_format():
+    """DeepSeek-V3 TP8 + EP on 8 Atlas A3 with an fp8 KV cache the device does not run: no plan's memory to size a
+    pool from, so vllm-ascend's command gives its share alone, and the note names the format it cannot spell."""
+    from solver.launch.emit import LaunchInputs, emit_launch
+    from solver.specs.parallel import ParallelConfig
+
+    pc = ParallelConfig(world_size=8, attn_tp_size=8, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8,
+                        moe_tp_size=1)
+    launch = emit_launch(load_framework("vllm-ascend"), load_model("deepseek-v3"), load_hardware("atlas_a3"), pc,
+                         LaunchInputs(batch=32, max_model_len=4352, kv_dtype="fp8"))
+    argv = launch["nodes"][0]["argv"]
+    assert FLAG not in argv and "--gpu-memory-utilization" in argv
+    assert any(n.startswith("kv_dtype fp8: vllm-ascend's --kv-cache-dtype takes") for n in launch["notes"])

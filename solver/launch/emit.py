@@ -94,6 +94,24 @@ def _plan_memory(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Paral
                            mtp_layers=inputs.mtp)
 
 
+def _memory_names(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelConfig, inputs: LaunchInputs,
+                  shares: bool) -> dict[str, float | int]:
+    """PLAN_MEMORY_NAMES from the plan's memory of one rank. A share (`shares`: the profile reads one) is refused
+    where the plan does not fit or its formats do not resolve on the device; a pool alone is then left out
+    (kv_pool_bytes 0, the engine sizing its own): a KV format the device lacks is said in the notes instead."""
+    try:
+        mem = _plan_memory(fw, model, hw, pc, inputs)
+    except InputError:
+        if shares:
+            raise
+        return {"static_fraction": 0.0, "free_fraction": 0.0, "kv_pool_bytes": 0}
+    refusal = static_fraction_refusal(mem)
+    if refusal and shares:
+        raise InputError(f"--engine {fw.name}", refusal)
+    return {"static_fraction": static_fraction(mem), "free_fraction": free_fraction(mem),
+            "kv_pool_bytes": kv_pool_bytes(mem)}
+
+
 def _node_addr(i: int, head: str) -> str:
     return head if i == 0 else f"${{NODE{i}_ADDR}}"
 
@@ -422,14 +440,8 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         base["static_fraction"] = base["free_fraction"] = 0.0
         base["kv_pool_bytes"] = 0
     elif any(PLAN_MEMORY_NAMES & _reads(a) for a in args):
-        mem = _plan_memory(fw, model, hw, pc, inputs)
-        # a share is refused where the plan does not fit; a pool is left out (0: the engine sizes it)
-        refusal = static_fraction_refusal(mem)
-        if refusal and any({"static_fraction", "free_fraction"} & _reads(a) for a in args):
-            raise InputError(f"--engine {fw.name}", refusal)
-        base["static_fraction"] = static_fraction(mem)
-        base["free_fraction"] = free_fraction(mem)
-        base["kv_pool_bytes"] = kv_pool_bytes(mem)
+        base.update(_memory_names(fw, model, hw, pc, inputs, any({"static_fraction", "free_fraction"} & _reads(a)
+                                                                 for a in args)))
     if pool is not None:
         _pool_checks(fw, pool, role or "", env, base)
     skip = set(absent_knobs(model))  # no argument for a module the model lacks
