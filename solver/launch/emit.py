@@ -29,14 +29,16 @@ from solver.specs.profile_serving import ep_kernels_hold, graph_cap_at, graph_ca
 from solver.specs.knobs import DERIVED_NAMES, SETTINGS
 from solver.specs.rule_env import device_facts, device_flags, model_env, unstated_platform_note
 from solver.specs.hardware import Hardware
-from solver.specs.launch_spec import DISAGG_ROLES, POOL_NAMES, REPLICA_BATCH, DisaggLaunch, LaunchArg, pool_role
+from solver.specs.launch_spec import (DISAGG_ROLES, PLAN_MEMORY_NAMES, POOL_NAMES, REPLICA_BATCH, DisaggLaunch,
+                                     LaunchArg, pool_role)
 from solver.specs.expr import compile_expr
 from solver.specs.model import ModelSpec
 from solver.specs.notes import derived_said
 from solver.specs.model_rules import model_problems
 from solver.specs.parallel import ParallelConfig, absent_knobs
 from solver.space.domains import node_counts
-from solver.launch.memory_share import free_fraction, memory_fraction, static_fraction, static_fraction_refusal
+from solver.launch.memory_share import (free_fraction, kv_pool_bytes, memory_fraction, static_fraction,
+                                        static_fraction_refusal)
 from solver.space.placement import as_launched, placement_note
 
 if TYPE_CHECKING:
@@ -65,9 +67,9 @@ class LaunchInputs:
     model_path: str = MODEL_PATH
     head_addr: str = HEAD_ADDR
     # the estimate's memory of one rank at this batch (None: the emitter computes it, memory_per_rank, where an
-    # argument reads static_fraction)
+    # argument reads one of PLAN_MEMORY_NAMES)
     memory: "MemoryReport | None" = None
-    # False: the memory shares (static_fraction, free_fraction) left at 0 and unchecked, for a caller that compares
+    # False: the memory shares and pool (PLAN_MEMORY_NAMES) left at 0 and unchecked, for a caller that compares
     # only the parallel flags (launch.read_command's first pass over many configurations); the rest as emitted
     with_memory: bool = True
 
@@ -92,6 +94,24 @@ def _plan_memory(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Paral
     prec = resolve_precision(model, hw, inputs.weight_dtype, inputs.moe_weight_dtype, inputs.kv_dtype)
     return memory_per_rank(model, hw, pc, prec, inputs.batch, inputs.max_model_len, framework_options(fw),
                            mtp_layers=inputs.mtp)
+
+
+def _memory_names(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelConfig, inputs: LaunchInputs,
+                  shares: bool) -> dict[str, float | int]:
+    """PLAN_MEMORY_NAMES from the plan's memory of one rank. A share (`shares`: the profile reads one) is refused
+    where the plan does not fit or its formats do not resolve on the device; a pool alone is then left out
+    (kv_pool_bytes 0, the engine sizing its own): a KV format the device lacks is said in the notes instead."""
+    try:
+        mem = _plan_memory(fw, model, hw, pc, inputs)
+    except InputError:
+        if shares:
+            raise
+        return {"static_fraction": 0.0, "free_fraction": 0.0, "kv_pool_bytes": 0}
+    refusal = static_fraction_refusal(mem)
+    if refusal and shares:
+        raise InputError(f"--engine {fw.name}", refusal)
+    return {"static_fraction": static_fraction(mem), "free_fraction": free_fraction(mem),
+            "kv_pool_bytes": kv_pool_bytes(mem)}
 
 
 def _node_addr(i: int, head: str) -> str:
@@ -423,13 +443,10 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     }
     if not inputs.with_memory:
         base["static_fraction"] = base["free_fraction"] = 0.0
-    elif any({"static_fraction", "free_fraction"} & _reads(a) for a in args):
-        mem = _plan_memory(fw, model, hw, pc, inputs)
-        refusal = static_fraction_refusal(mem)
-        if refusal:
-            raise InputError(f"--engine {fw.name}", refusal)
-        base["static_fraction"] = static_fraction(mem)
-        base["free_fraction"] = free_fraction(mem)
+        base["kv_pool_bytes"] = 0
+    elif any(PLAN_MEMORY_NAMES & _reads(a) for a in args):
+        base.update(_memory_names(fw, model, hw, pc, inputs, any({"static_fraction", "free_fraction"} & _reads(a)
+                                                                 for a in args)))
     if pool is not None:
         _pool_checks(fw, pool, role or "", env, base)
     skip = set(absent_knobs(model))  # no argument for a module the model lacks

@@ -2,7 +2,7 @@
 (vLLM's --gpu-memory-utilization, memory_fraction), what weights and caches may hold of it (SGLang's
 --mem-fraction-static, static_fraction) or what the caches may take of the memory left free once the weights,
 activations, buffers and runtime are in (TensorRT-LLM's kv_cache_config.free_gpu_memory_fraction, free_fraction),
-rounded at SHARE_DECIMALS."""
+rounded at SHARE_DECIMALS; or the KV pool's bytes themselves (vLLM's --kv-cache-memory-bytes, kv_pool_bytes)."""
 from __future__ import annotations
 
 import math
@@ -25,7 +25,8 @@ def memory_fraction(hw: "Hardware") -> float:
     lower default an engine holds less than the estimate fits: vLLM's is 0.9). vLLM sizes its KV pool as this
     share of the device's total less the weights, the profiled activations, non-torch memory and its CUDA-graph
     estimate (v1/worker/gpu_worker.py determine_available_memory): the graphs, part of the runtime reserve here,
-    come out of the share, so its pool is smaller than the plan's by their size."""
+    come out of the share, so its pool is smaller than the plan's by their size; a profile that gives the pool's
+    bytes too (kv_pool_bytes) closes that gap."""
     from solver.estimate.memory_options import TOTAL_FRACTION, memory_limit
 
     return _floor_share(memory_limit(hw.memory_bytes, hw.reserved_bytes, TOTAL_FRACTION) / hw.memory_bytes)
@@ -48,6 +49,21 @@ def static_fraction(mem: "MemoryReport") -> float:
     held = math.ceil(round((mem.weights_total + mem.cache_total) / mem.capacity_bytes * scale, 6)) / scale
     return max(held, _floor_share((mem.limit_bytes - mem.activation_bytes - mem.comm_buffer_bytes)
                                   / mem.capacity_bytes))
+
+
+def kv_pool_bytes(mem: "MemoryReport") -> int:
+    """The bytes of KV pool per rank the plan leaves its caches: the memory model's limit less the weights, the
+    activations and comm buffers at the planned concurrency, in whole bytes (rounded down), never below the caches
+    the plan holds (rounded up). The same pool static_fraction gives SGLang (its share less the weights), and for a
+    plan filled to its limit the caches the plan holds. An engine told the pool's bytes (vLLM's
+    --kv-cache-memory-bytes) takes them as they are: no profiled activations, non-torch memory or graph estimate
+    come out of them, so the pool holds the requests the plan fits (the graphs stay in the runtime reserve beside
+    it, as the memory model has them). 0 where the plan does not fit (static_fraction_refusal): no pool holds it,
+    and the launch leaves the engine to size one from its share, holding fewer requests than planned."""
+    if not mem.feasible:
+        return 0
+    held = math.ceil(mem.cache_total)
+    return max(held, math.floor(mem.limit_bytes - mem.weights_total - mem.activation_bytes - mem.comm_buffer_bytes))
 
 
 def free_fraction(mem: "MemoryReport") -> float:

@@ -27,14 +27,14 @@ from solver.launch.emit import LaunchInputs, emit_launch
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.knobs import DERIVED_NAMES, FOLLOWS, KNOBS, SETTINGS
-from solver.specs.launch_spec import REPLICA_BATCH, LaunchArg
+from solver.specs.launch_spec import PLAN_MEMORY_NAMES, REPLICA_BATCH, LaunchArg
 from solver.specs.limits import MAX_CARDS
 from solver.specs.model import ModelSpec
 
 # what an argument reads that is the workload's or the node's, not the parallel configuration's: an argument
 # reading one of them is a setting (read back or reported), never a parallel flag the configuration is matched on
 NOT_PARALLEL = frozenset({"batch", "replica_batch", "max_model_len", "token_budget", "graph_cap", "memory_fraction",
-                          "static_fraction", "free_fraction", "mtp", "ep_kernels", "prefill_role", "role",
+                          *PLAN_MEMORY_NAMES, "mtp", "ep_kernels", "prefill_role", "role",
                           "model_path", "head_addr", "node_addr", "hosts", "weight_dtype_set", "kv_dtype_set",
                           "weight_dtype", "kv_dtype", "moe_weight_dtype", "remote_code", "past_context", "node_rank"})
 # the most flag values whose products are tried as world sizes (2^n subsets)

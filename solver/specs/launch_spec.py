@@ -47,6 +47,8 @@ LAUNCH_NAMES = POOL_NAMES | frozenset({
                          # buffers, over the capacity, down at 1e-4 (launch/memory_share.static_fraction)
     "free_fraction",     # the share of the memory free after weights, activations, buffers and reserve that the
                          # caches may take, down at 1e-4 (launch/memory_share.free_fraction)
+    "kv_pool_bytes",     # the KV pool per rank in bytes: the limit less the weights, planned activations and comm
+                         # buffers, never below the plan's caches (launch/memory_share.kv_pool_bytes)
     "remote_code",       # 1 when the model's config names code of its own (auto_map): the engine's trust switch
     "replica_batch",     # the planned requests of one attention replica: max(1, ceil(batch x attn_group_size / world))
     "graph_cap",         # the engine's default largest decode graph at this config (serving.graph_max_batch; 0: none)
@@ -54,6 +56,8 @@ LAUNCH_NAMES = POOL_NAMES | frozenset({
     "ep_kernels",        # 1 where the profile's EP-kernel condition holds (serving.ep_kernels.when): the estimate
                          # prices its exchange there, so the args selecting it read this
 })
+# the launch names read off the plan's memory of one rank (the estimate's MemoryReport at the planned batch)
+PLAN_MEMORY_NAMES = frozenset({"static_fraction", "free_fraction", "kv_pool_bytes"})
 # replica_batch over the rule names (the profile's attn_group_size: its own product of knobs, group_products).
 # `world` is one pipeline stage's ranks (rule_env), so this is batch / ParallelConfig.attn_replicas, the requests the
 # estimate gives one replica (request_state.held_per_replica): with PP a replica's requests are its whole
