@@ -37,3 +37,24 @@ def test_disagg_against_an_all_prefill_aggregate_names_no_decode_stretch():
                                   "64", "--time-limit", "2"])
     assert r.exit_code == 0, r.output
     assert "stretches every decode step" not in r.output
+
+
+def test_a_value_flag_followed_by_a_flag_is_given_no_value():
+    """argparse takes no flag-like token as an option's value (`--max-num-seqs --tensor-parallel-size 2` is
+    'expected one argument'); was read as the value '--tensor-parallel-size' not of type int, and '2' a stray."""
+    from solver.launch.engine_flags import argv_problems
+
+    assert argv_problems("vllm", ["vllm", "serve", "m", "--max-num-seqs", "--tensor-parallel-size", "2"]) == \
+        ["--max-num-seqs: takes a value, given none"]
+    assert argv_problems("vllm", ["vllm", "serve", "m", "--max-num-seqs", "-1"]) == \
+        []  # argparse reads a negative number as a value (the type check is the engine's own)
+
+
+def test_several_refused_flags_are_one_line_of_problems_apart():
+    """The CLI prints an error on one line: the command's problems are joined by '; ' (they ran together)."""
+    r = CliRunner().invoke(main, ["check", "--command", "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B "
+                                  "--tp_size 2 --max_running_requests 8", "--hardware", "h100_sxm", "--isl", "512",
+                                  "--osl", "128"])
+    assert r.exit_code == 2
+    assert "--tp_size: sglang 0.5.23 has no such flag; --max_running_requests: sglang 0.5.23 has no such flag" \
+        in r.output

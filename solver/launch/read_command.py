@@ -442,7 +442,7 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
     if record:  # checked as the recorded program's (another program of the profile takes the same flags)
         problems = argv_problems(fw.name, list(record["program"]) + after)
         if problems:
-            raise InputError("--command", ("\n  " if len(problems) > 1 else "") + "\n  ".join(problems))
+            raise InputError("--command", "; ".join(problems))  # one line: the CLI prints errors on one
     switches, valued = _switches(fw)
     user = reading(fw, parse_argv(after, switches, valued), cmd.env, cmd.files)
     args = fw.launch.args if fw.launch else []
