@@ -58,3 +58,23 @@ def test_several_refused_flags_are_one_line_of_problems_apart():
     assert r.exit_code == 2
     assert "--tp_size: sglang 0.5.23 has no such flag; --max_running_requests: sglang 0.5.23 has no such flag" \
         in r.output
+
+
+def test_trtllm_multi_node_launch_reads_back_past_its_mpirun_wrapper(tmp_path):
+    """TensorRT-LLM's launch over two nodes is `mpirun -n 16 -H ... trtllm-llmapi-launch trtllm-serve ...`; the
+    wrapper is not read from a pasted command, so its -n is not compared (it was, against nothing: 'no configuration
+    trtllm admits ... prints these parallel flags' for the launch's own text). Llama-3.1-8B TP8 x PP2 on 16 H100."""
+    dep = tmp_path / "trt.yaml"
+    dep.write_text("model: llama-3.1-8b\nhardware: h100_sxm\nframework: trtllm\nworld_size: 16\nparallel_config: "
+                   "{attn_tp_size: 8, dense_tp_size: 8, embed_tp_size: 8, lmhead_tp_size: 8, pp_size: 2}\n"
+                   "workload: {isl: 1024, osl: 256, concurrency: 16}\n")
+    text = CliRunner().invoke(main, ["launch", str(dep), "--format", "shell"]).stdout
+    assert "mpirun -n 16" in text
+    r = CliRunner().invoke(main, ["check", "--command", text, "--hardware", "h100_sxm", "--model", "llama-3.1-8b",
+                                  "--isl", "1024", "--osl", "256", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout)
+    assert got["command"]["world_size"] == 16
+    assert (got["command"]["parallel_config"]["attn_tp_size"], got["command"]["parallel_config"]["pp_size"]) == (8, 2)
+    direct = json.loads(CliRunner().invoke(main, ["check", str(dep), "--format", "json"]).stdout)
+    assert got["estimation"] == direct["estimation"]
