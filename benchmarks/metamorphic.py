@@ -571,9 +571,12 @@ def r6_command(case: Case, doc: dict) -> None:
     flags reordered, spelt --flag=value and the site's flags added reads the same (command_respelt)."""
     from solver.launch.shell import render_shell
 
+    from solver.launch.read_command import program
+
     c1 = doc["candidates"][0]
     launch = c1.get("launch")
-    if not launch or "error" in launch:
+    fw = load_framework(case.framework)
+    if not launch or "error" in launch or not program(fw):  # no engine command (generic's file, a recipe script)
         return
     text = render_shell(launch, "candidate 1")
     ck, code, got, out = _command_check(case, text)
@@ -588,7 +591,6 @@ def r6_command(case: Case, doc: dict) -> None:
         bad += [f"{k} {got['estimation'].get(k)} vs {c1['estimation'][k]}" for k in FIGURES
                 if got["estimation"].get(k) != c1["estimation"][k]]
     record("R6 command_roundtrip", not bad, "; ".join(bad[:4]), shell(ck), shell(argv))
-    fw = load_framework(case.framework)
     site = list(fw.launch.site_flags) if fw.launch else []
     rng = random.Random(repr(case))  # its own stream: the seed's later cases stay as they were drawn
     head = launch["nodes"][0]
