@@ -2,7 +2,7 @@
 scenarios; seeded) and, for each, pairs of questions whose answers physics or a definition ties together. Prints
 each relation's checked / violated counts and its first violating commands (shell lines to rerun).
 
-Relations (R0-R5; a pair the product refuses on input, exit 2, is not checked):
+Relations (R0-R6; a pair the product refuses on input, exit 2, is not checked):
   R0 no_internal_error: no command the relations run exits 3 (an internal error).
   R1 memory per rank of a fixed config (`memory`):
      tp_weights     weights per rank never grow when a TP knob doubles (same world: the DP size halves);
@@ -38,6 +38,10 @@ Relations (R0-R5; a pair the product refuses on input, exit 2, is not checked):
   R5 launch: every node's argv of candidate 1 passes engine_flags.argv_problems, and the knobs read back from it
      (tests/test_engine_roundtrip.py's parser, written from engines.md) are candidate 1's; `launch` of the file
      `solve --format yaml` wrote gives solve's own launch document (argv, env, files).
+  R6 check --command: candidate 1's launch as the shell text `solve --format launch` prints reads back candidate
+     1's knobs and (without a prefix hit, which check takes no flag for) its figures (command_roundtrip); the same
+     command with its flags reordered, spelt --flag=value and two of the engine's site flags added reads the same
+     (command_respelt).
 
     python benchmarks/metamorphic.py                    # default: 60 cases, seed 0 (about 2-3 minutes)
     python benchmarks/metamorphic.py --cases 30 --seed 3
@@ -525,6 +529,82 @@ def r5_launch(case: Case, doc: dict) -> None:
     record("R5 launch_reads_back", not bad, "; ".join(bad), shell([*argv, "--format", "json"]))
 
 
+# ---------------------------------------------------------------- R6 check --command
+
+
+def _command_check(case: Case, text: str) -> tuple[list[str], int, dict | None, str]:
+    ck = ["check", "--command", text, "--hardware", case.hardware, "--model", case.model, "--framework",
+          case.framework, "--isl", str(case.isl), "--osl", str(case.osl),
+          *(["--kv-dtype", case.kv_dtype] if case.kv_dtype else []), *(["--mtp", str(case.mtp)] if case.mtp else []),
+          "--format", "json"]
+    code, out = run(ck)
+    try:
+        return ck, code, json.loads(out[out.index("{"):]) if code in (0, 1) else None, out
+    except ValueError:
+        return ck, code, None, out
+
+
+def _respelt(argv: list[str], site: list[str], rng: random.Random) -> list[str]:
+    """The command with its --flag groups in another order, every value flag as --flag=value, and the engine's
+    site flags it does not give appended (an address, a rank 0, a port)."""
+    first = next((i for i, t in enumerate(argv) if t.startswith("--")), len(argv))
+    groups: list[list[str]] = []
+    for t in argv[first:]:
+        if t.startswith("--"):
+            groups.append([t])
+        else:
+            groups[-1].append(t)
+    if any(len(g) > 2 for g in groups):  # a flag of several values: left as written
+        return argv
+    rng.shuffle(groups)
+    spelt = [f"{g[0]}={g[1]}" if len(g) == 2 else g[0] for g in groups]
+    given = {t.partition("=")[0] for t in argv}
+    spelt += [a for flag in site if flag.startswith("--") and flag not in given and flag != "--headless"
+              for a in (flag, "10.0.0.9" if "addr" in flag or flag == "--host" else "0" if "rank" in flag
+                        else "18123")]
+    return [*argv[:first], *spelt]
+
+
+def r6_command(case: Case, doc: dict) -> None:
+    """check --command of candidate 1's launch as shell text (solve --format launch's) reads back candidate 1's
+    knobs and, without a prefix hit (check takes none), its figures (command_roundtrip); the same command with its
+    flags reordered, spelt --flag=value and the site's flags added reads the same (command_respelt)."""
+    from solver.launch.shell import render_shell
+
+    from solver.launch.read_command import program
+
+    c1 = doc["candidates"][0]
+    launch = c1.get("launch")
+    fw = load_framework(case.framework)
+    if not launch or "error" in launch or not program(fw):  # no engine command (generic's file, a recipe script)
+        return
+    text = render_shell(launch, "candidate 1")
+    ck, code, got, out = _command_check(case, text)
+    want = {k: v for k, v in c1["parallel_config"].items() if k not in ("attn_dp_size", "moe_ep_size")}
+    argv = [*case.solve_argv(), "--format", "json"]
+    if got is None:
+        record("R6 command_roundtrip", False, f"exit {code}: {out.strip()[-300:]}", shell(ck), shell(argv))
+        return
+    read = got["command"]["parallel_config"]
+    bad = [f"{k} {read.get(k)} vs {v}" for k, v in want.items() if read.get(k, v) != v]
+    if not case.prefix_hit:
+        bad += [f"{k} {got['estimation'].get(k)} vs {c1['estimation'][k]}" for k in FIGURES
+                if got["estimation"].get(k) != c1["estimation"][k]]
+    record("R6 command_roundtrip", not bad, "; ".join(bad[:4]), shell(ck), shell(argv))
+    site = list(fw.launch.site_flags) if fw.launch else []
+    rng = random.Random(repr(case))  # its own stream: the seed's later cases stay as they were drawn
+    head = launch["nodes"][0]
+    other = render_shell({**launch, "nodes": [{**head, "argv": _respelt(head["argv"], rng.sample(
+        site, min(2, len(site))), rng)}]}, "candidate 1, respelt")
+    ck2, code2, got2, out2 = _command_check(case, other)
+    same = got2 is not None and got2["command"]["parallel_config"] == got["command"]["parallel_config"] \
+        and got2["estimation"] == got["estimation"]
+    record("R6 command_respelt", same, f"exit {code2} against {code}: {out2.strip()[-300:]}" if got2 is None else
+           "another reading: " + "; ".join(f"{k} {got2['estimation'].get(k)} vs {v}" for k, v in
+                                           got["estimation"].items() if got2["estimation"].get(k) != v)[:300],
+           shell(ck), shell(ck2))
+
+
 # ---------------------------------------------------------------- driver
 
 
@@ -538,6 +618,7 @@ def one_case(case: Case, rng: random.Random, workdir: Path) -> str:
         r3_agree(case, doc, table, workdir)
         r4_slas(case, doc)
         r5_launch(case, doc)
+        r6_command(case, doc)
         c1 = doc["candidates"][0]
         knobs = {k: v for k, v in c1["parallel_config"].items() if k not in ("attn_dp_size", "moe_ep_size")}
         conc = int(c1["estimation"]["concurrency"])

@@ -108,6 +108,7 @@ class Fixtures:
     afd_files: list[tuple[str, str, str]] = field(default_factory=list)  # lc-afd as a deployment file, edited
     multinode_files: list[tuple[str, str, str, str]] = field(default_factory=list)  # (path, engine, label, why)
     vllm_wide_solves: list[tuple[str, str]] | None = None  # solve --framework vllm past a node (path, why), lazily
+    launch_scripts: list[tuple[str, str, str]] | None = None  # solve --format launch (text, model, hardware), lazily
 
 
 def _dump_yaml(path: Path, data: Any) -> str:
@@ -1610,7 +1611,7 @@ def _tp_knobs(tp: int, pp: int = 1, moe_tp: int | None = None) -> dict:
 
 
 # (engine, model, hardware, world, knobs, label, why): the multi-node shapes tests/test_launch46d.py and
-# tests/test_feat46f.py pin as commands each engine starts (valid), the two vLLM refuses (invalid)
+# tests/test_feat46f.py pin as commands each engine starts (valid), the one vLLM refuses (invalid)
 MULTINODE = [
     ("vllm", "deepseek-v3", "h200_sxm", 16, _tp_knobs(1, moe_tp=1), "valid", "vLLM attention DP16 + EP16, 2 nodes"),
     ("vllm", "llama-3.1-405b", "h100_sxm", 16, _tp_knobs(8, pp=2), "valid", "vLLM TP8 x PP2, --nnodes 2"),
@@ -1624,7 +1625,8 @@ MULTINODE = [
     ("vllm", "llama-3.1-70b", "h100_sxm", 12, _tp_knobs(4, pp=3), "valid", "vLLM TP4 x PP3 on 2 x 6"),
     ("vllm", "llama-3.1-70b", "h100_sxm", 24, _tp_knobs(4, pp=3), "invalid",
      "vLLM TP4 x PP3 x DP2 on 3 nodes (--nnodes not divisible)"),
-    ("vllm", "deepseek-v3", "h100_sxm", 16, _tp_knobs(4, pp=2, moe_tp=1), "invalid",
+    # vLLM refuses PP only with elastic EP: the shape launches since stop 46's rank order (tests/test_place46h.py)
+    ("vllm", "deepseek-v3", "h100_sxm", 16, _tp_knobs(4, pp=2, moe_tp=1), "valid",
      "vLLM MoE TP4 x PP2 x DP2 (a stage's MoE group over two nodes)"),
     ("sglang", "llama-3.1-405b", "gb200", 16, _tp_knobs(8, pp=2), "valid", "SGLang TP8 x PP2 on 4 trays"),
     ("sglang", "llama-3.1-70b", "gb200", 12, _tp_knobs(4, pp=3), "valid", "SGLang TP4 x PP3 on 3 trays"),
@@ -1742,18 +1744,266 @@ def vllm_wide_launch_cases(draw, fx: Fixtures) -> Case:
     return b.case()
 
 
+# ---------------------------------------------------------------------------- stop 47: check --command, memory --pp
+
+DSV3 = "deepseek-ai/DeepSeek-V3"
+MTP2_JSON = '{"method":"mtp","num_speculative_tokens":2}'
+# (engine, hardware, program tokens, model tokens, flags [(flag, value or None for a switch)], MTP depth, world):
+# commands as engineers write them that read back (tests/test_cmd47.py, test_cmd46u.py)
+COMMANDS = [
+    ("vllm", "h100_sxm", ["vllm", "serve"], ["Qwen/Qwen3-8B"],
+     [("--tensor-parallel-size", "2"), ("--max-num-seqs", "32")], 0, 2),
+    ("vllm", "h100_sxm", ["vllm", "serve"], ["meta-llama/Llama-3.1-70B-Instruct"],
+     [("--tensor-parallel-size", "4"), ("--pipeline-parallel-size", "2"), ("--max-num-seqs", "32")], 0, 8),
+    ("vllm", "h100_sxm", ["vllm", "serve"], ["Qwen/Qwen3-30B-A3B"],
+     [("--data-parallel-size", "4"), ("--enable-expert-parallel", None), ("--max-num-seqs", "16")], 0, 4),
+    ("vllm", "h200_sxm", ["vllm", "serve"], [DSV3],
+     [("--tensor-parallel-size", "8"), ("--max-num-seqs", "64"), ("--speculative-config", MTP2_JSON)], 2, 8),
+    ("sglang", "h100_sxm", ["python3", "-m", "sglang.launch_server"], ["--model-path", "Qwen/Qwen3-8B"],
+     [("--tp-size", "2"), ("--max-running-requests", "32")], 0, 2),
+    ("sglang", "h200_sxm", ["python3", "-m", "sglang.launch_server"], ["--model-path", DSV3],
+     [("--tp-size", "8"), ("--attn-dp-size", "8"), ("--max-running-requests", "64")], 0, 8),
+    ("sglang", "h200_sxm", ["python3", "-m", "sglang.launch_server"], ["--model-path", DSV3],
+     [("--tp-size", "8"), ("--max-running-requests", "64"), ("--speculative-algorithm", "NEXTN"),
+      ("--speculative-num-steps", "3"), ("--speculative-eagle-topk", "1"),
+      ("--speculative-num-draft-tokens", "4")], 3, 8),
+    ("trtllm", "h200_sxm", ["trtllm-serve"], [DSV3],
+     [("--tp_size", "8"), ("--ep_size", "8"), ("--max_batch_size", "8")], None, 8),
+]
+# the site's own settings per engine (the profiles' launch.site_flags): read and compared with nothing
+SITE = {"vllm": [("--host", "0.0.0.0"), ("--port", "8001"), ("--data-parallel-rpc-port", "13399"),
+                 ("--data-parallel-address", "10.0.0.1")],
+        "sglang": [("--host", "0.0.0.0"), ("--port", "30001"), ("--dist-init-addr", "10.0.0.1:5000"),
+                   ("--node-rank", "0")],
+        "trtllm": []}
+TRT_OPTIONS = {"good": "enable_attention_dp: true\nmoe_expert_parallel_size: 8\nmoe_tensor_parallel_size: 1\n",
+               "short": "enable_attention_dp: true\n"}
+LAUNCH_SOLVES = (("llama-3.1-8b", "h100_sxm", "2", "vllm"), ("qwen3-30b-a3b", "h100_sxm", "4", "sglang"),
+                 ("llama-3.1-8b", "h100_sxm", "2", "trtllm"))
+
+
+def _launch_scripts(fx: Fixtures) -> list[tuple[str, str, str]]:
+    """`solve --format launch` scripts (text, model, hardware), built on first use: check --command reads them."""
+    if fx.launch_scripts is None:
+        from click.testing import CliRunner
+
+        from solver.cli.main import main
+
+        fx.launch_scripts = []
+        for model, hw, cards, fw in LAUNCH_SOLVES:
+            r = CliRunner().invoke(main, ["solve", model, "--hardware", hw, "--cards", cards, "--framework", fw,
+                                          "--max-concurrency", "64", "--time-limit", "2", "--format", "launch"])
+            if r.exit_code == 0:
+                fx.launch_scripts.append((r.stdout, model, hw))
+    return fx.launch_scripts
+
+
+def _trt_options(fx: Fixtures) -> dict[str, str]:
+    out = {}
+    for name, text in TRT_OPTIONS.items():
+        p = fx.folder / f"trt-extra-{name}.yaml"
+        p.write_text(text)
+        out[name] = str(p)
+    p = fx.folder / "trt-extra-binary.yaml"
+    p.write_bytes(b"\xff\xfe\x00bad")
+    out["binary"] = str(p)
+    out["missing"] = str(fx.folder / "trt-extra-nope.yaml")
+    return out
+
+
+def _quote(token: str) -> str:
+    import shlex
+
+    return shlex.quote(token)
+
+
+@st.composite
+def command_check_cases(draw, fx: Fixtures) -> Case:
+    """`check --command "<pasted engine command>" --hardware H --isl --osl`: commands that read back (COMMANDS, or
+    solve's --format launch script) respelt as engineers paste them (flags reordered, `--flag=value`, vLLM's
+    underscores, argparse prefixes, `\\` lines, environment prefixes, the site's flags, vLLM's --model and
+    api_server module, SGLang's --dp-size --enable-dp-attention) are valid; SGLang underscores, unknown flags,
+    unbalanced quotes, the model twice, TensorRT-LLM without its options file, an --mtp against the command's
+    depth, a missing --hardware / --isl are invalid."""
+    b = _Builder("check", draw)
+    if draw(st.floats(0, 1)) < 0.15:
+        scripts = _launch_scripts(fx)
+        if scripts:
+            text, model, hw = draw(st.sampled_from(scripts))
+            b.add(["--command", text, "--hardware", hw, "--model", model], "valid", "solve --format launch")
+            b.add(["--isl", draw(st.sampled_from(["512", "1024"])), "--osl", "256"], "valid")
+            return b.case()
+    engine, hw, prog, model, flags, depth, world = draw(st.sampled_from(COMMANDS))
+    flags, prog, model = list(flags), list(prog), list(model)
+    pre: list[str] = []
+    text_pre = ""
+
+    def bad(why: str, label: str = "invalid") -> None:
+        b.add([], label, why)
+
+    if engine == "vllm" and draw(st.floats(0, 1)) < 0.25:  # vLLM's --model beside / for the positional model
+        how = draw(st.sampled_from(["flag", "module", "both", "module-positional"]))
+        if how in ("flag", "both"):
+            flags.insert(draw(st.integers(0, len(flags))), ("--model", model[0]))
+            model = [] if how == "flag" else model
+            if how == "both":
+                bad("the model both positional and by --model")
+        else:
+            prog = ["python3", "-m", "vllm.entrypoints.openai.api_server"]
+            if how == "module":
+                flags.insert(0, ("--model", model[0]))
+                model = []
+            else:
+                bad("the api_server module with a positional model")
+    if engine == "sglang" and ("--attn-dp-size", "8") in flags and draw(st.booleans()):
+        flags[flags.index(("--attn-dp-size", "8"))] = ("--dp-size", "8")
+        flags.append(("--enable-dp-attention", None))
+    if engine == "trtllm":
+        opt = draw(st.sampled_from(["good", "good", "heredoc", "none", "short", "binary", "missing"]))
+        files = _trt_options(fx)
+        if opt == "heredoc":
+            text_pre = f"cat > extra.yaml <<'EOF'\n{TRT_OPTIONS['good']}EOF\n"
+            flags.append(("--extra_llm_api_options", "extra.yaml"))
+        elif opt != "none":
+            flags.append(("--extra_llm_api_options", files[opt]))
+        if opt not in ("good", "heredoc"):
+            bad(f"TensorRT-LLM options file {opt}")
+    if draw(st.floats(0, 1)) < 0.3:  # the site's settings, compared with nothing
+        for flag, value in draw(st.lists(st.sampled_from(SITE[engine] or [("", "")]), max_size=3, unique=True)):
+            if flag:
+                flags.insert(draw(st.integers(0, len(flags))), (flag, value))
+    if draw(st.booleans()):  # flags in another order
+        flags = draw(st.permutations(flags))
+    spell = draw(st.sampled_from(["plain", "plain", "equals", "underscore", "prefix"]))
+    written = []
+    for flag, value in flags:
+        f = flag
+        if spell == "underscore" and engine in ("vllm", "sglang") and flag.startswith("--") and "-" in flag[2:] \
+                and draw(st.booleans()):
+            f = "--" + flag[2:].replace("-", "_")
+            if engine == "sglang":
+                bad(f"SGLang's parser takes no {f}")
+        if spell == "prefix" and engine == "sglang" and flag == "--tp-size":
+            f = "--tp"
+        if spell == "prefix" and engine == "vllm" and flag == "--max-num-seqs":
+            f = "--max-num-seq"
+        if value is None:
+            written.append(f)
+        elif spell == "equals" and draw(st.booleans()):
+            written.append(f"{f}={value}")
+        else:
+            written += [f, value]
+    tokens = prog + model + written
+    # garbage: a mistyped flag, a stray word, a value of the wrong type (refused by vLLM's / SGLang's parsers)
+    if not b.clean and draw(st.floats(0, 1)) < 0.25:
+        junk = draw(st.sampled_from([("--enfroce-eager", "a flag the parser lacks"), ("--max-num-seqs", "lots"),
+                                     ("--tp-size", "x"), ("@@", "a stray word"), ("--", "a bare --")]))
+        at = draw(st.integers(len(prog) + len(model), len(tokens)))
+        tokens.insert(at, junk[0])
+        bad(junk[1], "invalid" if engine != "trtllm" else "any")
+    text = " ".join(_quote(t) if t not in ("${MODEL_PATH}",) else t for t in tokens)
+    if draw(st.floats(0, 1)) < 0.3:  # pasted over lines
+        parts = text.split(" --")
+        text = " \\\n  --".join(parts)
+    if draw(st.floats(0, 1)) < 0.25:
+        pre = draw(st.lists(st.sampled_from(["CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7", "VLLM_USE_V1=1",
+                                             "NCCL_DEBUG=INFO", "HF_HOME=/data/hf"]), min_size=1, max_size=2,
+                            unique=True))
+        text = " ".join(pre) + " " + text
+    if not b.clean and draw(st.floats(0, 1)) < 0.1:
+        cut = draw(st.sampled_from(["'", '"']))
+        text = text + f" --served-model-name {cut}oops"
+        bad("an unbalanced quote")
+    if not b.clean and draw(st.floats(0, 1)) < 0.03:
+        text, _ = draw(st.sampled_from([("", ""), ("   \n ", ""), ("x" * 20000, "")]))
+        bad("an empty or overlong command")
+    b.add(["--command", text_pre + text], "valid")
+    if b.clean or draw(st.floats(0, 1)) > 0.05:
+        b.add(["--hardware", hw], "valid")
+    else:
+        bad("no --hardware")
+    if b.clean or draw(st.floats(0, 1)) > 0.05:
+        b.add(["--isl", draw(st.sampled_from(["512", "1024", "4096"])), "--osl", draw(st.sampled_from(["1", "256"]))],
+              "valid")
+    else:
+        b.add(["--isl", "1024"], "invalid", "--isl without --osl")
+    if draw(st.floats(0, 1)) < 0.25:
+        m = draw(st.sampled_from(["0", "1", "2", "3"]))
+        label = "any" if depth is None else "valid" if int(m) == depth else "invalid"
+        b.add(["--mtp", m], label, f"--mtp {m} against the command's depth {depth}")
+    if draw(st.floats(0, 1)) < 0.15:
+        b.opt(draw, "--concurrency", "conc", 0.3)
+    if draw(st.floats(0, 1)) < 0.1:
+        c = draw(st.sampled_from([str(world), str(world * 2), "3"]))
+        b.add(["--cards", c], "valid" if c == str(world) else "invalid", f"--cards {c} against a world of {world}")
+    if draw(st.floats(0, 1)) < 0.2:
+        b.add(["--format", draw(st.sampled_from(["table", "json", "yaml"]))], "valid")
+    if not b.clean and draw(st.floats(0, 1)) < 0.03:
+        path, _, _ = b.file(draw, fx.deployments)
+        b.add([path], "invalid", "a deployment file beside --command")
+    return b.case()
+
+
+PP_MODELS = (("llama-3.1-8b", 32), ("qwen3-8b", 36), ("qwen3-30b-a3b", 48))
+
+
+@st.composite
+def pp_stage_cases(draw) -> Case:
+    """`memory` / `estimate` under `--pp P` (the stage line, stop 47): P dividing --cards is valid with the other
+    knobs dividing one stage's ranks; 0, junk, P not dividing --cards, or more stages than layers are invalid."""
+    b = _Builder(draw(st.sampled_from(["memory", "estimate"])), draw)
+    model, layers = draw(st.sampled_from(PP_MODELS))
+    cards = draw(st.sampled_from([2, 4, 8, 16]))
+    b.add([model, "--hardware", draw(st.sampled_from(SMALL_HW)), "--cards", str(cards)], "valid")
+    if not b.clean and draw(st.floats(0, 1)) < 0.3:
+        pp, why = draw(st.sampled_from([("0", "--pp 0"), ("-2", "--pp -2"), ("x", "--pp x"), ("3", "--pp 3"),
+                                        ("64", "--pp 64")]))
+        if pp == "64":
+            b.parts[0] = ("valid", "options", "")
+            b.argv[b.argv.index("--cards") + 1] = "64"
+            why = f"--pp 64 on {layers} layers"
+        b.add(["--pp", pp], "invalid" if pp != "3" or cards % 3 else "any", why + f" on {b.argv[5]} cards")
+        stage = None
+    else:
+        pp = draw(st.sampled_from([p for p in (1, 2, 4) if cards % p == 0]))
+        b.add(["--pp", str(pp)], "valid")
+        stage = cards // pp
+    if stage is not None:
+        tp = draw(st.sampled_from([d for d in (1, 2, 4, 8) if stage % d == 0]))
+        b.add(["--attn-tp", str(tp)], "valid")
+        for flag in draw(st.lists(st.sampled_from(["--dense-tp", "--embed-tp", "--lmhead-tp"]), max_size=2,
+                                  unique=True)):
+            v = draw(st.sampled_from([d for d in (1, 2, 4, 8) if stage % d == 0]))
+            b.add([flag, str(v)], "invalid" if flag in _absent_flags(model) and v != 1 else "valid", f"{flag} {v}")
+        if draw(st.floats(0, 1)) < 0.2 and stage % 16:
+            b.add(["--moe-tp", str(stage * 2)], "invalid", f"--moe-tp {stage * 2} over one stage's {stage} ranks")
+    if b.cmd == "memory":
+        b.add(["--batch", draw(st.sampled_from(["1", "16", "64"])), "--seq-len",
+               draw(st.sampled_from(["1024", "8192"]))], "valid")
+    elif draw(st.booleans()):
+        b.add(["--isl", "1024", "--osl", "256", "--concurrency", draw(st.sampled_from(["1", "16", "64"]))], "valid")
+    else:
+        b.add(["--phase", draw(st.sampled_from(["prefill", "decode"])), "--batch", "8", "--seq-len", "2048"],
+              "valid")
+    if draw(st.floats(0, 1)) < 0.3:
+        b.add(["--format", draw(st.sampled_from(["table", "json", "yaml"]))], "valid")
+    if draw(st.floats(0, 1)) < 0.2:
+        b.add(["--framework", draw(st.sampled_from(["generic", "vllm", "sglang"]))], "any", "an engine's rules")
+    return b.case()
+
+
 # A long run's cases by strategy group, in the order benchmarks/fuzz.py draws them: (group, share, seed offset,
 # batch share). Each group's cases are a prefix of what it drew when it was last "new" or the whole run: "old" in
-# batches of the whole run (its first 50% are the first 50% it drew at 70%), "s45" (the previous session's) in
-# batches of 30% of the run under the seed offset it was drawn with then; "new" (this session's) after them.
-GROUPS = (("old", 0.5, 0, 1.0), ("s45", 0.2, 500, 0.3), ("new", 0.3, 700, 0.3))
+# batches of the whole run (its first 40% are the first 40% it drew at 70%), "s45" and "s46" (stop 45's and 46's) in
+# batches of 30% of the run under the seed offsets they were drawn with then; "new" (stop 47's) after them.
+GROUPS = (("old", 0.4, 0, 1.0), ("s45", 0.1, 500, 0.3), ("s46", 0.2, 700, 0.3), ("new", 0.3, 900, 0.3))
 
 
 def cases(fx: Fixtures, fast: bool = False, only: str | None = None, group: str | None = None
           ) -> st.SearchStrategy[Case]:
     """Every subcommand; `fast` leaves out the valid solves, sweeps and recommends (seconds each); `only` draws
     from one strategy (its function's name without _cases: "family", "topology", ...); `group` "old" draws from
-    the strategies earlier runs drew from (so a seed's cases stay as they were), "s45" from the previous session's,
+    the strategies earlier runs drew from (so a seed's cases stay as they were), "s45" / "s46" from stop 45's / 46's,
     "new" from the ones added since, None from all (GROUPS)."""
     strategies = {"catalog": catalog_cases(), "inspect": inspect_cases(fx), "memory": memory_cases(fx),
                   "estimate": estimate_cases(fx), "solve": solve_cases(fx), "check": check_cases(fx),
@@ -1764,13 +2014,14 @@ def cases(fx: Fixtures, fast: bool = False, only: str | None = None, group: str 
     s45 = {"sweep_price": sweep_price_cases(fx), "disagg_copies": disagg_copies_cases(fx),
            "disagg_sla": disagg_sla_cases(fx), "no_layers": no_layers_cases(fx),
            "long_dsa_memory": long_dsa_memory_cases(fx), "launch_solved": launch_solved_cases(fx)}
-    new = {"afd_check": afd_check_cases(fx), "afd_estimate": afd_estimate_cases(), "afd_launch": afd_launch_cases(fx),
+    s46 = {"afd_check": afd_check_cases(fx), "afd_estimate": afd_estimate_cases(), "afd_launch": afd_launch_cases(fx),
            "vllm_wide_solve": vllm_wide_solve_cases(), "vllm_wide_launch": vllm_wide_launch_cases(fx),
            "multinode_launch": multinode_launch_cases(fx)}
-    strategies_all = {**strategies, **s45, **new}
+    new = {"command_check": command_check_cases(fx), "pp_stage": pp_stage_cases()}
+    strategies_all = {**strategies, **s45, **s46, **new}
     if only is not None and only not in strategies_all:
         raise ValueError(f"unknown strategy {only!r} (known: {', '.join(strategies_all)})")
-    pools = {"old": strategies, "s45": s45, "new": new, None: strategies_all}
+    pools = {"old": strategies, "s45": s45, "s46": s46, "new": new, None: strategies_all}
     s = strategies_all[only] if only else st.one_of(*pools[group].values())
     return s.filter(lambda c: not c.slow) if fast else s
 

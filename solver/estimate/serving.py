@@ -155,7 +155,9 @@ def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
         return Estimate(fig.ttft_s, fig.tpot_s, pre, dec, memory, fig.output_tokens_per_s,
                         1.0 / fig.tpot_s if fig.tpot_s else 0.0, pc.world_size, sp.per_replica)
     t, shape = fig.times, sp.shape
-    return Estimate(t.ttft_s, t.tpot_s, pre, dec, memory, fig.output_tokens_per_s, 1.0 / t.tpot_s, pc.world_size,
+    # OSL 1 in lockstep (a prefill-first engine): no decode step after the first token, so no TPOT nor per-user rate
+    return Estimate(t.ttft_s, t.tpot_s, pre, dec, memory, fig.output_tokens_per_s,
+                    1.0 / t.tpot_s if t.tpot_s else 0.0, pc.world_size,
                     shape.per_replica, ttft_first_wave_s=t.ttft_first_wave_s, ttft_steady_s=t.ttft_steady_s,
                     slot_wait_s=t.slot_wait_s, prefill_share=t.prefill_share, running_per_replica=shape.running,
                     first_token_delay_s=t.first_token_delay_s, front_end_s=sp.wl.request_overhead_s,

@@ -113,8 +113,8 @@ def argv_problems(engine: str, argv: list[str]) -> list[str]:
             while i < len(argv) and not is_flag(argv[i]):
                 values.append(argv[i])
                 i += 1
-        else:
-            values = argv[i:i + 1]
+        else:  # argparse takes no flag-like token as a value: `--max-num-seqs --port 1` is a flag given none
+            values = argv[i:i + 1] if i < len(argv) and not is_flag(argv[i]) else []
             i += len(values)
         if not values:
             out.append(f"{flag}: takes a value, given none")

@@ -442,11 +442,15 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
     if record:  # checked as the recorded program's (another program of the profile takes the same flags)
         problems = argv_problems(fw.name, list(record["program"]) + after)
         if problems:
-            raise InputError("--command", ("\n  " if len(problems) > 1 else "") + "\n  ".join(problems))
+            raise InputError("--command", "; ".join(problems))  # one line: the CLI prints errors on one
     switches, valued = _switches(fw)
     user = reading(fw, parse_argv(after, switches, valued), cmd.env, cmd.files)
     args = fw.launch.args if fw.launch else []
-    parallel = {slot_of(fw, a) for a in args if is_parallel(fw, a)} - {None}
+    # a wrapper's arguments before the program (mpirun's -n ahead of trtllm-serve) are not read from the command,
+    # so not compared: the engine's own flags spell the same configuration
+    prog = program(fw)
+    own = next((i for i, a in enumerate(args) if prog and a.text == prog[0] and a.flag is None), 0)
+    parallel = {slot_of(fw, a) for a in args[own:] if is_parallel(fw, a)} - {None}
     _documents_needed(fw, user, parallel)
     notes: list[str] = ([picked] if picked else []) + user.respelt
     name, spec = resolve_model(_model_token(fw, user, run, notes), model)

@@ -114,7 +114,7 @@ def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int
            f"{e.ttft_s * 1e3:,.0f} vs {a.ttft_s * 1e3:,.0f} ms; TPOT {e.tpot_s * 1e3:.1f} vs {a.tpot_s * 1e3:.1f} "
            f"ms; request latency {lat_d * 1e3:,.0f} vs {lat_a * 1e3:,.0f} ms; score {sd - sa:+.3f} for disagg "
            f"against aggregated{tie}; {load}"]
-    if a.prefill_share > 0:
+    if 0 < a.prefill_share < 1:  # all prefill (OSL 1 in lockstep): no decode step to stretch
         why.append(f"aggregated decode steps carry the prefills: {a.prefill_share:.0%} of its time is prefill, "
                    f"which stretches every decode step by {1 / (1 - a.prefill_share):.2f}x; the decode pool has none")
     pc_p, pc_d, pc_a = d.prefill.planned.config, d.decode.planned.config, agg.planned.config
