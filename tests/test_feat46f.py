@@ -18,6 +18,7 @@ from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
 from solver.specs.parallel import make_parallel_config
+from tests.launch_nodes import pool_apart
 
 INPUTS = LaunchInputs(batch=64, max_model_len=4352)
 HEAD = "${HEAD_NODE_ADDR}"
@@ -34,16 +35,7 @@ def _tp(tp: int, pp: int = 1, moe_tp: int | None = None) -> dict:
 def _argvs(model: str, hardware: str, world: int, knobs: dict) -> list[list[str]]:
     launch = emit_launch(load_framework("vllm"), load_model(model), load_hardware(hardware),
                          make_parallel_config(world, **knobs), INPUTS)
-    return _pool_apart([n["argv"] for n in launch["nodes"]])
-
-
-def _pool_apart(argvs: list[list[str]]) -> list[list[str]]:
-    """The commands less vLLM's --kv-cache-memory-bytes, which every node gives alike (the plan's pool per rank:
-    tests/test_kvmem47.py checks its value); these cases are about the nodes' layout."""
-    flag = "--kv-cache-memory-bytes"
-    pools = {a[a.index(flag) + 1] for a in argvs if flag in a}
-    assert len(pools) <= 1 and all(int(p) > 0 for p in pools)
-    return [a[:a.index(flag)] + a[a.index(flag) + 2:] if flag in a else a for a in argvs]
+    return pool_apart([n["argv"] for n in launch["nodes"]])
 
 
 def _node(head: list[str], rank: int, start: int | None) -> list[str]:

@@ -13,6 +13,7 @@ from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
 from solver.specs.parallel import ParallelConfig, make_parallel_config
+from tests.launch_nodes import pool_apart
 
 INPUTS = LaunchInputs(batch=64, max_model_len=4352)
 
@@ -28,16 +29,7 @@ def _launch(engine: str, model: str, hardware: str, world: int, knobs: dict) -> 
 
 
 def _argvs(launch: dict) -> list[list[str]]:
-    return _pool_apart([n["argv"] for n in launch["nodes"]])
-
-
-def _pool_apart(argvs: list[list[str]]) -> list[list[str]]:
-    """The commands less vLLM's --kv-cache-memory-bytes, which every node gives alike (the plan's pool per rank:
-    tests/test_kvmem47.py checks its value); these cases are about the nodes' layout."""
-    flag = "--kv-cache-memory-bytes"
-    pools = {a[a.index(flag) + 1] for a in argvs if flag in a}
-    assert len(pools) <= 1 and all(int(p) > 0 for p in pools)
-    return [a[:a.index(flag)] + a[a.index(flag) + 2:] if flag in a else a for a in argvs]
+    return pool_apart([n["argv"] for n in launch["nodes"]])
 
 
 def test_vllm_data_parallel_across_nodes_serves_on_the_head_and_runs_headless_engines_from_each_start_rank() -> None:
