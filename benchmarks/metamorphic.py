@@ -571,7 +571,7 @@ def r6_command(case: Case, doc: dict) -> None:
     flags reordered, spelt --flag=value and the site's flags added reads the same (command_respelt)."""
     from solver.launch.shell import render_shell
 
-    from solver.launch.read_command import program
+    from solver.launch.command_engine import program
 
     c1 = doc["candidates"][0]
     launch = c1.get("launch")

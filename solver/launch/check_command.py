@@ -6,14 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 from solver.errors import InputError
-from solver.launch.read_command import CommandReading, _slot_name, launch_reading, read_command, slot_of
+from solver.launch.command_reading import launch_reading, slot_name, slot_of
+from solver.launch.read_command import CommandReading, read_command
 
 
 def _settings_notes(r: CommandReading, hardware: str, isl: int, osl: int, concurrency: int, mtp: int) -> list[str]:
     """One line per setting (a non-parallel argument of the profile) the command gives otherwise than the launch
     of its configuration at this workload, or leaves out where the launch sets it."""
     from solver.launch.emit import LaunchInputs, emit_launch, model_len
-    from solver.launch.read_command import is_parallel, site_flags
+    from solver.launch.command_reading import site_flags
+    from solver.launch.read_command import is_parallel
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
@@ -35,9 +37,9 @@ def _settings_notes(r: CommandReading, hardware: str, isl: int, osl: int, concur
                 or "{model_path}" in (arg.text or ""):  # the site's, compared with nothing; the model, read
             continue
         mine, plan = r.given.get(slot), printed.get(slot)
-        line = f"{_slot_name(slot, fw)}: " + (f"not given; the launch sets {plan}" if mine is None else
-                                              f"{mine}, the launch's {plan}" if plan is not None else
-                                              f"{mine}, which the launch leaves at the engine's default")
+        line = f"{slot_name(slot, fw)}: " + (f"not given; the launch sets {plan}" if mine is None else
+                                             f"{mine}, the launch's {plan}" if plan is not None else
+                                             f"{mine}, which the launch leaves at the engine's default")
         if mine != plan and line not in out:
             out.append(line)
     return out

@@ -9,20 +9,23 @@ engine's parser refuses are refused (engine_flags.argv_problems), flags the prof
 read, and the values the profile derives from the workload are read back where the argument's value is a function
 of the concurrency (a cap: the largest concurrency it prints no more than) or is the maximum model length or the
 MTP depth, and reported beside the launch's own where they differ.
+
+The engine and its program are command_engine's, the argv read into the profile's slots command_reading's, the
+model command_model's; this module says which slots are parallel, matches the configuration and reads the settings.
 """
 from __future__ import annotations
 
 import itertools
-import json
 import math
-import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import yaml
-
 from solver.errors import InputError
-from solver.launch.command_text import CommandText, ParsedArgv, parse_argv, read_text
+from solver.launch.command_engine import find_engine, program, run_of
+from solver.launch.command_model import model_token, resolve_model
+from solver.launch.command_reading import (Reading, Slot, dashed, flag_kinds, launch_reading, reading, site_flags,
+                                           slot_name, slot_of)
+from solver.launch.command_text import CommandText, parse_argv, read_text
 from solver.launch.emit import LaunchInputs, emit_launch
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
@@ -40,126 +43,11 @@ NOT_PARALLEL = frozenset({"batch", "replica_batch", "max_model_len", "token_budg
 # the most flag values whose products are tried as world sizes (2^n subsets)
 MAX_WORLD_FACTORS = 8
 
-Slot = tuple[str, ...]  # ("flag", --x) | ("doc", document, dotted key) | ("env", NAME)
-
 
 def _reads(arg: LaunchArg) -> set[str]:
     from solver.launch.emit import _reads as reads
 
     return reads(arg)
-
-
-def program(fw: FrameworkProfile) -> list[str]:
-    """The profile's program: the literal positional tokens its launch always writes (no flag, no placeholder)."""
-    if fw.launch is None:
-        return []
-    return [a.text for a in fw.launch.args if a.text and a.flag is None and a.doc is None and a.env is None
-            and a.when == "true" and "{" not in a.text]
-
-
-# a Python interpreter however the command names it (python, python3, python3.12, /usr/bin/python3): the program
-# `python3 -m x` is run by any of them
-_PYTHON = re.compile(r"^(?:.*/)?python(?:\d+(?:\.\d+)?)?$")
-
-
-def _same(token: str, literal: str) -> bool:
-    return token == literal or bool(_PYTHON.match(token) and _PYTHON.match(literal))
-
-
-def program_at(argv: list[str], prog: list[str]) -> int | None:
-    """Where in `argv` the program `prog` starts (after a wrapper such as `nohup`); None where it is not run."""
-    n = len(prog)
-    return next((i for i in range(len(argv) - n + 1) if n and all(map(_same, argv[i:i + n], prog))), None)
-
-
-@dataclass(frozen=True)
-class Run:
-    """Which of the profile's programs a command runs, where, and whether that program reads a positional model."""
-
-    program: list[str]
-    start: int
-    positional_model: bool
-
-
-def run_of(argv: list[str], fw: FrameworkProfile) -> Run | None:
-    """The first of the profile's programs (its launch's, then launch.programs) that `argv` runs; None: none."""
-    spec = fw.launch
-    progs = [(program(fw), True)] + [(p.argv, p.positional_model) for p in (spec.programs if spec else ())]
-    return next((Run(prog, at, positional) for prog, positional in progs
-                 if (at := program_at(argv, prog)) is not None), None)
-
-
-def find_engine(argv: list[str], hw: Hardware, framework: str | None) -> tuple[FrameworkProfile, str | None]:
-    """The profile whose program the command runs (of those that run on `hw`, or `framework` where given), and a
-    note where another profile runs it there too."""
-    from solver.specs.framework import list_frameworks, load_framework
-
-    profiles = [load_framework(framework)] if framework else \
-        [fw for fw in map(load_framework, list_frameworks()) if fw.launch is not None]
-    running = [fw for fw in profiles if run_of(argv, fw) is not None]
-    if not running:
-        known = "; ".join(f"{' '.join(program(fw))} ({fw.name})" for fw in profiles if program(fw))
-        what = f"{framework}'s profile launches {known or 'no program'}" if framework else \
-            f"no engine profile launches it (they launch: {known})"
-        raise InputError("--command", f"{' '.join(argv[:3])}: {what}")
-    on_hw = [fw for fw in running if fw.runs_on(hw.vendor)]
-    # several run the program here: the one made for this vendor's devices alone is what the program is there (vLLM
-    # on an Ascend die runs through vllm-ascend, the profile whose vendors are [huawei])
-    own = [fw for fw in on_hw if list(fw.vendors) == [hw.vendor]]
-    if len(on_hw) > 1 and len(own) == 1:
-        others = ", ".join(fw.name for fw in on_hw if fw is not own[0])
-        return own[0], (f"read as {own[0].name}, the profile for {hw.vendor} devices alone ({others} also runs "
-                        f"the program there: --framework {others.split(',')[0]} reads it so)")
-    if len(on_hw) != 1:
-        names = ", ".join(fw.name for fw in (on_hw or running))
-        why = f"several profiles launch it on {hw.name} ({names})" if on_hw else f"{names} do not run on {hw.name}"
-        raise InputError("--command", f"{' '.join(run_of(argv, running[0]).program)}: {why}; "  # type: ignore[union-attr]
-                                      "name one with --framework")
-    return on_hw[0], None
-
-
-def _dashed(token: str) -> str:
-    """A long flag's name with `_` read as `-` (its value after `=`, and a dotted JSON key after `.`, kept)."""
-    if not token.startswith("--"):
-        return token
-    name, eq, value = token.partition("=")
-    head, dot, tail = name.partition(".")
-    return head.replace("_", "-") + dot + tail + eq + value
-
-
-def site_flags(fw: FrameworkProfile) -> set[str]:
-    """The flags whose value is the site's (launch.site_flags): read, compared with nothing."""
-    return set(fw.launch.site_flags) if fw.launch else set()
-
-
-def _switches(fw: FrameworkProfile) -> tuple[set[str], set[str]]:
-    """The flags the engine takes as switches and as flags with a value: its parser's record where there is one
-    (engine_flags.yaml), with the profile's own arguments."""
-    from solver.launch.engine_flags import engine_flags
-
-    record = engine_flags().get(fw.name, {}).get("flags", {})
-    switches = {f for f, s in record.items() if s["kind"] != "value"}
-    valued = {f for f, s in record.items() if s["kind"] == "value"}
-    args = fw.launch.args if fw.launch else []
-    switches |= {a.flag for a in args if a.switch and a.flag}
-    valued |= {a.flag for a in args if not a.switch and a.flag and a.doc is None}
-    valued |= {d.flag for d in (fw.launch.documents.values() if fw.launch else ()) if d.flag}
-    return switches, valued
-
-
-def aliases(fw: FrameworkProfile) -> dict[str, str]:
-    """Each spelling the engine's parser takes for a flag the profile prints (the same destination in its record,
-    engine_flags.yaml: vLLM's -tp for --tensor-parallel-size) -> the profile's spelling."""
-    from solver.launch.engine_flags import engine_flags
-
-    record = engine_flags().get(fw.name, {}).get("flags", {})
-    spec = fw.launch
-    own = {a.flag for a in (spec.args if spec else ()) if a.flag} | site_flags(fw) | \
-        ({spec.model_flag} if spec and spec.model_flag else set())
-    dest = {record[f]["dest"]: f for f in own if f in record}
-    # a --no-X switch sets the same destination the other way: not a spelling of X
-    return {f: dest[s["dest"]] for f, s in record.items() if s["dest"] in dest and f not in own
-            and not f.startswith("--no-")}
 
 
 def config_names(fw: FrameworkProfile) -> set[str]:
@@ -173,116 +61,6 @@ def is_parallel(fw: FrameworkProfile, arg: LaunchArg) -> bool:
     figure, and is no site flag (a port printed only for some configurations still reads the world in its when)."""
     reads = _reads(arg)
     return bool(reads & config_names(fw)) and not reads & NOT_PARALLEL and arg.flag not in site_flags(fw)
-
-
-def slot_of(fw: FrameworkProfile, arg: LaunchArg) -> Slot | None:
-    if arg.doc is not None:
-        return ("doc", arg.doc, arg.key or "")
-    if arg.env is not None:
-        return ("env", arg.env)
-    return ("flag", arg.flag) if arg.flag else None
-
-
-def _norm(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)
-
-
-def _dotted(doc: dict, key: str) -> Any:
-    for part in key.split("."):
-        if not isinstance(doc, dict) or part not in doc:
-            return None
-        doc = doc[part]
-    return doc
-
-
-@dataclass
-class Reading:
-    """What a command (or an emitted launch) sets, slot by slot; `unread`: documents whose text is not at hand."""
-
-    values: dict[Slot, str] = field(default_factory=dict)
-    flags: dict[str, str | bool] = field(default_factory=dict)
-    positional: list[str] = field(default_factory=list)
-    unread: dict[str, str] = field(default_factory=dict)  # document name -> `flag file: why it is not read`
-    documents: set[str] = field(default_factory=set)       # the documents read
-    respelt: list[str] = field(default_factory=list)       # flags read in another spelling (launch.respellings)
-
-
-def reading(fw: FrameworkProfile, parsed: ParsedArgv, env: dict[str, str], files: dict[str, str]) -> Reading:
-    """Every slot of the profile's arguments as the command sets it: its flags, its environment, and the keys of
-    its documents (a JSON flag's value, or a file the text writes or that exists on disk)."""
-    from pathlib import Path
-
-    from solver.launch.engine_flags import engine_flags, flag_read_as
-
-    spec = fw.launch
-    spelt = aliases(fw)
-    record = engine_flags().get(fw.name, {}).get("flags", {})
-
-    def full(flag: str) -> str:  # the recorded flag a unique prefix stands for (`--tp` for `--tp-size`)
-        read_as = flag_read_as(record, flag)
-        return read_as[0] if len(read_as) == 1 else flag
-
-    flags = {spelt.get(full(f), full(f)): v for f, v in parsed.flags.items()}  # in the profile's spelling
-    out = Reading(flags=flags, positional=list(parsed.positional))
-    for r in (spec.respellings if spec else ()):
-        if flags.get(r.with_switch) is True:
-            del flags[r.with_switch]
-            if r.flag in flags and r.reads_as not in flags:
-                flags[r.reads_as] = flags.pop(r.flag)
-                out.respelt.append(f"{r.flag} {flags[r.reads_as]} {r.with_switch}: read as {r.reads_as} "
-                                   f"{flags[r.reads_as]}, the spelling {fw.name}'s parser resolves it to")
-    for flag, v in flags.items():
-        out.values[("flag", flag)] = _norm(v)
-    for name, v in env.items():
-        out.values[("env", name)] = v
-    docs: dict[str, dict] = {}
-    for name, d in (spec.documents.items() if spec else ()):
-        text = None
-        if d.file is None:
-            raw = flags.get(d.flag or "")
-            text = raw if isinstance(raw, str) else None
-        else:
-            fname = flags.get(d.flag) if d.flag else next((p for p in parsed.positional if p.endswith(d.file)),
-                                                                 None)
-            if isinstance(fname, str):
-                said = f"{d.flag or ''} {fname}".strip()
-                if fname in files:
-                    text = files[fname]
-                elif not Path(fname).is_file():
-                    out.unread[name] = f"{said}: not in the text nor a file on disk"
-                else:
-                    try:
-                        text = Path(fname).read_text()
-                    except (OSError, UnicodeDecodeError) as exc:
-                        out.unread[name] = f"{said}: cannot be read ({getattr(exc, 'strerror', None) or exc})"
-        if text is None:
-            continue
-        try:
-            doc = json.loads(text) if d.format == "json" else yaml.safe_load(text)
-        except (ValueError, yaml.YAMLError) as exc:
-            raise InputError("--command", f"{d.flag or d.file}: does not parse as {d.format} ({exc})") from None
-        docs[name] = doc if isinstance(doc, dict) else {}
-        out.documents.add(name)
-    for arg in (spec.args if spec else ()):
-        if arg.doc is not None and arg.doc in docs:
-            v = _dotted(docs[arg.doc], arg.key or "")
-            if v is not None:
-                out.values[("doc", arg.doc, arg.key or "")] = _norm(v)
-    return out
-
-
-def launch_reading(fw: FrameworkProfile, launch: dict[str, Any]) -> Reading:
-    """The head node's emitted command read as a user's is."""
-    node = launch["nodes"][0]
-    switches, valued = _switches(fw)
-    argv, prog = node["argv"], program(fw)
-    start = program_at(argv, prog) or 0
-    argv = argv[:start] + argv[start + len(prog):]
-    return reading(fw, parse_argv(argv, switches, valued), node["env"], launch["files"])
 
 
 def world_candidates(fw: FrameworkProfile, user: Reading, hw: Hardware) -> list[int]:
@@ -334,62 +112,6 @@ class CommandReading:
         return out
 
 
-def _slot_name(slot: Slot, fw: FrameworkProfile) -> str:
-    if slot[0] == "doc":
-        d = fw.launch.documents[slot[1]] if fw.launch else None
-        return f"{(d.flag or d.file) if d else slot[1]} {slot[2]}"
-    return slot[1]
-
-
-def resolve_model(token: str | None, override: str | None) -> tuple[str, ModelSpec]:
-    """The model the command serves: --model where given, else its model token in the catalog (an alias or a
-    Hugging Face id); an unknown one is refused naming close catalog names."""
-    from solver.specs.model_catalog import _index, _norm, load_model
-
-    name = override or token
-    if name is None or name.startswith("$"):
-        raise InputError("--model", f"missing: the command names no model ({token or 'no model token'}); give --model")
-    try:
-        return name, load_model(name)
-    except InputError as exc:
-        if override:
-            raise
-        from solver.specs.close_names import close_names
-
-        close = close_names(_norm(name), _index(), limit=5, cutoff=0.5)
-        hint = f"close names: {', '.join(close)}" if close else "see `shardplan models`"
-        raise InputError("--command", f"model {name}: not in the catalog ({hint}); or give --model") from exc
-
-
-def _model_token(fw: FrameworkProfile, user: Reading, run: Run, notes: list[str]) -> str | None:
-    """The model the command names: the flag the launch writes it after, or its positional token, else the
-    profile's model_flag (a positional token first where the program reads both, as the engine's parser does)."""
-    spec = fw.launch
-    arg = next((a for a in (spec.args if spec else ()) if a.text and "{model_path}" in a.text), None)
-    if arg is None:
-        return None
-    if arg.flag:
-        v = user.flags.get(arg.flag)
-        return v if isinstance(v, str) else None
-    literal = set(program(fw)) | {a.text for a in spec.args if a.text and a.flag is None and "{" not in a.text}
-    rest = [p for p in user.positional if p not in literal]
-    flag = spec.model_flag if spec else None
-    by_flag = user.flags.get(flag) if flag else None
-    by_flag = by_flag if isinstance(by_flag, str) else None
-    if not run.positional_model:
-        if rest and by_flag is None:
-            raise InputError("--command", f"{' '.join(run.program)} serves the model given by {flag} only (a "
-                                          f"positional {rest[0]} is parsed and ignored: the engine would serve its "
-                                          f"default model); write {flag} {rest[0]}")
-        if rest:
-            notes.append(f"{rest[0]}: a positional model {' '.join(run.program)} ignores; read {flag} {by_flag}")
-        return by_flag
-    if rest and by_flag:  # vLLM 0.23.0 argparse_utils.py:251-281 moves --model to the positional's place: two
-        raise InputError("--command", f"the model is given twice ({rest[0]}, and {flag} {by_flag}): "
-                                      f"{' '.join(run.program)}'s parser takes one; give one")
-    return rest[0] if rest else by_flag
-
-
 def _cap(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc, world: int, arg: LaunchArg, given: int,
          mtp: int) -> int | None:
     """The largest concurrency whose value of `arg` (a function of the batch and the configuration) is at most
@@ -437,13 +159,13 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
     start = run.start
     after = cmd.argv[start + len(run.program):]  # the engine's arguments
     if fw.launch is not None and fw.launch.underscore_flags:  # `--max_num_seqs=8` is `--max-num-seqs=8` there
-        after = [_dashed(t) for t in after]
+        after = [dashed(t) for t in after]
     record = engine_flags().get(fw.name)
     if record:  # checked as the recorded program's (another program of the profile takes the same flags)
         problems = argv_problems(fw.name, list(record["program"]) + after)
         if problems:
             raise InputError("--command", "; ".join(problems))  # one line: the CLI prints errors on one
-    switches, valued = _switches(fw)
+    switches, valued = flag_kinds(fw)
     user = reading(fw, parse_argv(after, switches, valued), cmd.env, cmd.files)
     args = fw.launch.args if fw.launch else []
     # a wrapper's arguments before the program (mpirun's -n ahead of trtllm-serve) are not read from the command,
@@ -453,13 +175,13 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
     parallel = {slot_of(fw, a) for a in args[own:] if is_parallel(fw, a)} - {None}
     _documents_needed(fw, user, parallel)
     notes: list[str] = ([picked] if picked else []) + user.respelt
-    name, spec = resolve_model(_model_token(fw, user, run, notes), model)
+    name, spec = resolve_model(model_token(fw, user, run, notes), model)
     # a flag given at the engine's own default (`-tp 1`) is the flag left out, which is how the launch prints it
     default = {slot_of(fw, a): str(a.default) for a in args if a.default is not None}
     printed = {slot_of(fw, a) for a in args} | {("flag", d.flag) for d in fw.launch.documents.values() if d.flag}
     site = {s[1]: user.values[s] for s in user.values if s[0] == "flag" and s[1] in site_flags(fw)}
     model_flag = fw.launch.model_flag if fw.launch else None
-    not_read = [_slot_name(s, fw) for s in user.values if s not in printed
+    not_read = [slot_name(s, fw) for s in user.values if s not in printed
                 and not (s[0] == "flag" and (s[1] in site or s[1] == model_flag))]
     notes += [f"{u} (not read)" for u in user.unread.values()]
     if not_read and not record:
@@ -501,13 +223,13 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
             matches.append((world, cfg))
         if matches:  # the smallest world size the flags fit: a larger one is a factor more, said below
             break
-    given = {_slot_name(s, fw): user.values[s] for s in sorted(parallel, key=str) if s in user.values}
+    given = {slot_name(s, fw): user.values[s] for s in sorted(parallel, key=str) if s in user.values}
     if not matches:
         shown = ", ".join(f"{k} {v}" for k, v in given.items()) or "no parallel flag"
         at = f"{cards} cards" if cards else f"any world size its numbers allow ({', '.join(map(str, worlds))})"
         why = f"; the launch that prints them is refused ({refused[0]})" if refused else ""
         if unset and not refused:
-            keys = ", ".join(sorted(_slot_name(s, fw) for s in unset))
+            keys = ", ".join(sorted(slot_name(s, fw) for s in unset))
             why = (f"; the command leaves {keys} out, which {fw.name}'s launch sets for the configurations these "
                    "flags fit, and the profile records no default for them: write them")
         raise InputError("--command", f"{shown}: no configuration {fw.name} admits for {spec.name} on {hw.name} at "
