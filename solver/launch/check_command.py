@@ -10,9 +10,11 @@ from solver.launch.command_reading import launch_reading, slot_name, slot_of
 from solver.launch.read_command import CommandReading, read_command
 
 
-def _settings_notes(r: CommandReading, hardware: str, isl: int, osl: int, concurrency: int, mtp: int) -> list[str]:
+def _settings_notes(r: CommandReading, hardware: str, isl: int, osl: int, concurrency: int, mtp: int,
+                    formats: dict[str, str | None]) -> list[str]:
     """One line per setting (a non-parallel argument of the profile) the command gives otherwise than the launch
-    of its configuration at this workload, or leaves out where the launch sets it."""
+    of its configuration at this workload and number formats (`formats`: LaunchInputs' weight_dtype,
+    moe_weight_dtype, kv_dtype, as the check estimates them), or leaves out where the launch sets it."""
     from solver.launch.emit import LaunchInputs, emit_launch, model_len
     from solver.launch.command_reading import site_flags
     from solver.launch.read_command import is_parallel
@@ -25,7 +27,8 @@ def _settings_notes(r: CommandReading, hardware: str, isl: int, osl: int, concur
     pc = ParallelConfig(world_size=r.world, **r.parallel_config)
     try:
         launch = emit_launch(fw, spec, hw, pc, LaunchInputs(batch=concurrency, mtp=mtp,
-                                                            max_model_len=model_len("serving", isl + osl)))
+                                                            max_model_len=model_len("serving", isl + osl),
+                                                            **formats))
     except InputError as exc:
         return [f"the launch of this configuration at this workload: {exc}"]
     printed = launch_reading(fw, launch).values
@@ -83,7 +86,11 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
     if r.concurrency_cap is not None and concurrency > r.concurrency_cap:
         r.notes.append(f"concurrency {concurrency:,} exceeds the {r.concurrency_cap:,} requests the command's cap "
                        "runs at once: the rest wait")
-    r.notes += _settings_notes(r, hardware, isl, osl, concurrency, depth)  # type: ignore[arg-type]
+    # the launch compared with is sized at the formats the check estimates (an int8 model path's pool, not the
+    # checkpoint's own format's)
+    r.notes += _settings_notes(r, hardware, isl, osl, concurrency, depth,  # type: ignore[arg-type]
+                               {"weight_dtype": weight_dtype, "moe_weight_dtype": moe_weight_dtype,
+                                "kv_dtype": kv_dtype})
     unsaid = [flag for flag, v in (("--weight-dtype", weight_dtype), ("--kv-dtype", kv_dtype)) if v is None]
     if unsaid:
         r.notes.append(f"{' and '.join(unsaid)} not given: read as the checkpoint's own format where the device runs "

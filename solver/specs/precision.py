@@ -214,7 +214,8 @@ def resolve_precision(
                 a16 = listed_by_name(hw, fmt) or (fmt.compute in W4A16_ON_DEVICES_WITHOUT and (
                     activation_dtype is None or number_format(activation_dtype).compute in ("bf16", "fp16")))
                 how = " into 16-bit GEMMs" if a16 else ", GEMMs at the activation dtype"
-                notes.append(f"{flag} {fmt.name}: {why}; weight-only (dequantized in-kernel{how})")
+                # the user's own spelling (w4a8, not the stored format int4 it maps to), so the note names what was typed
+                notes.append(f"{flag} {name}: {why}; weight-only (dequantized in-kernel{how})")
                 return fmt
             raise _refuse_format(hw, fmt, flag)
         return fmt
