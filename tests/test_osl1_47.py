@@ -94,3 +94,15 @@ def test_disagg_at_one_output_token_has_no_tpot_and_meets_any_tpot_sla():
     assert out["estimation"]["tpot_ms"] == 0 and out["estimation"]["tokens_per_s_per_user"] == 0
     assert [t for t in _values(out["aggregated"], "tpot_ms") if t != 0] == []
     assert "TPOT 0.0 vs 0.0 ms" in " ".join(out["comparison"]["why"])  # disagg and the aggregate alike
+
+
+def test_an_answer_at_one_output_token_says_what_its_tpot_means():
+    for args in (["estimate", *QWEN_TP2, "--framework", "vllm", "--isl", "512", "--osl", "1", "--concurrency", "32"],
+                 ["solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "2", "--framework", "vllm", "--isl", "512",
+                  "--osl", "1", "--max-concurrency", "64", "--time-limit", "2"]):
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 0, r.output
+        assert "no token follows the first, so TPOT and the per-user rate are 0" in r.output
+    r = CliRunner().invoke(main, ["estimate", *QWEN_TP2, "--framework", "vllm", "--isl", "512", "--osl", "2",
+                                  "--concurrency", "32"])
+    assert "no token follows the first" not in r.output
