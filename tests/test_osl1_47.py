@@ -99,7 +99,9 @@ def test_disagg_at_one_output_token_has_no_tpot_and_meets_any_tpot_sla():
 def test_an_answer_at_one_output_token_says_what_its_tpot_means():
     for args in (["estimate", *QWEN_TP2, "--framework", "vllm", "--isl", "512", "--osl", "1", "--concurrency", "32"],
                  ["solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "2", "--framework", "vllm", "--isl", "512",
-                  "--osl", "1", "--max-concurrency", "64", "--time-limit", "2"]):
+                  "--osl", "1", "--max-concurrency", "64", "--time-limit", "2"],
+                 ["sweep", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "2", "--scenario", "throughput",
+                  "--seq-lens", "512:64,512:1", "--framework", "vllm", "--format", "csv"]):
         r = CliRunner().invoke(main, args)
         assert r.exit_code == 0, r.output
         assert "no token follows the first, so TPOT and the per-user rate are 0" in r.output
