@@ -214,7 +214,7 @@ def estimate_config(model: str, hardware: str, cards: int, knobs: dict[str, Any]
     `afd`: attention-FFN disaggregated (estimate.afd): the knobs hold within each half of the `cards`."""
     from solver.estimate.compute import factors_for
     from solver.estimate.serving import estimate
-    from solver.estimate.workload import prefix_hit_note
+    from solver.estimate.workload import one_token_note, prefix_hit_note
     from solver.rank.review import hardware_placement
     from solver.space.placement import as_launched, placement_note
     from solver.specs.framework import load_framework
@@ -253,7 +253,7 @@ def estimate_config(model: str, hardware: str, cards: int, knobs: dict[str, Any]
         est = estimate(spec, hw, pc, prec, f, wl)
     if not est.memory.feasible:
         notes.append(est.memory.misfit())
-    notes += filter(None, [prefix_hit_note(wl.prefix_hit, wl.kind)])
+    notes += filter(None, [prefix_hit_note(wl.prefix_hit, wl.kind), one_token_note(wl.osl, wl.kind)])
     return EstimateResult(spec, hw, fw, pc, prec, wl, est, notes, asked=str(model), afd_cards=cards if afd else None)
 
 
@@ -378,7 +378,7 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
-    from solver.estimate.workload import prefix_hit_note
+    from solver.estimate.workload import one_token_note, prefix_hit_note
     from solver.specs.notes import context_notes, engine_notes
     from solver.specs.parallel import ParallelConfig, make_parallel_config
     from solver.specs.precision import resolve_precision
@@ -436,7 +436,8 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     # the config's own warnings (a field read at its class default) first, as every other command says them
     r.notes[:0] = [n for n in spec.warnings if n not in r.notes]
     r.notes += [n for n in prec.notes if n not in r.notes] + list(context_notes(spec, wl.context_len, fw)) \
-        + [n for n in engine_notes(fw) if n not in r.notes] + list(filter(None, [prefix_hit_note(wl.prefix_hit, wl.kind)]))
+        + [n for n in engine_notes(fw) if n not in r.notes] \
+        + list(filter(None, [prefix_hit_note(wl.prefix_hit, wl.kind), one_token_note(wl.osl, wl.kind)]))
     kv_refusal = fw.kv_dtype_refusal(dep.quant.kv_cache)  # the engine cannot run it: launch refuses, solve too
     if kv_refusal:
         r.violations["C"].append(f"quant.kv_cache: {kv_refusal}; launch refuses it and solve does not plan it")

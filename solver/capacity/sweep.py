@@ -98,7 +98,7 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
                method: str = "cpsat", params: SolverParams | None = None, top: int = 3,
                allow_cross_node: bool = False, explain_binding: bool = False) -> SweepPlan:
     from solver.entry import refuse_unknown_method, refuse_unlaunchable_kv
-    from solver.estimate.workload import prefix_hit_note
+    from solver.estimate.workload import one_token_note, prefix_hit_note
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model, model_title
@@ -153,6 +153,8 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
                     label = k if isinstance(k, str) else sc.kind
                     if not out.tasks:  # the hit rate assumed, said once (every scenario carries the same)
                         out.notes += filter(None, [prefix_hit_note(sc.prefix_hit, sc.phase)])
+                    if (one := one_token_note(sc.osl, sc.phase)) and one not in out.notes:  # a --seq-lens of OSL 1
+                        out.notes.append(one)
                     out.tasks.append(Task(len(out.tasks), model, h_arg, h.name, w, sc, label, framework,
                                           wd[h.name], mwd[h.name], kvd[h.name], method, params, top,
                                           allow_cross_node, explain_binding))

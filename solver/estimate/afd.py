@@ -263,6 +263,7 @@ def afd_estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Preci
     """serving.estimate's Estimate of an AFD decode deployment: memory is the binding side's (`afd_memory` has
     both), the decode step afd_step, TPOT / throughput from the same figures as any decode (figures.figures),
     per rank over both halves (world_size = pc's whole world)."""
+    from solver.estimate.closed_loop import per_user_rate
     from solver.estimate.figures import figures, step_plan
     from solver.estimate.memory_options import engine_options, workload_options
     from solver.estimate.serving import Estimate
@@ -276,7 +277,7 @@ def afd_estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Preci
     dec.memory_sides = mem
     fig = figures(sp, f, 0.0, 0.0, dec.time_s, dec.kernels or 0.0)
     return Estimate(fig.ttft_s, fig.tpot_s, None, dec, mem.binding, fig.output_tokens_per_s,
-                    1.0 / fig.tpot_s if fig.tpot_s else 0.0, pc.world_size, sp.per_replica)
+                    per_user_rate(fig.tpot_s), pc.world_size, sp.per_replica)
 
 
 def afd_notes(e: "Estimate") -> list[str]:

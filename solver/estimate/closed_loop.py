@@ -48,7 +48,7 @@ is stretched by it. With q prompts per step on the busiest rank, p = P_n / n the
 its chunks), S = p + (chunks - 1) tau its service time and lambda [1/s] the rank's request rate:
 
     s          = tau + q p                               the step with the prefills riding in it
-    TPOT       = s / m
+    TPOT       = s / m                                   (0 at OSL 1: no gap follows the first token, tpot_of)
     rho        = lambda p = q p / s                      the share of GPU time spent on prefill
     W_q        = min(rho S / (2 (1 - rho)), (B - 1) S)   M/D/1 mean wait for the prefill server
     TTFT_ss    = o + ftl + (r - 1) p + tau / 2 + S + W_q half a step of residual before the scheduler picks it up;
@@ -327,7 +327,20 @@ def serving_figures(kit: ServingKit, prefill_s: float, tau: float) -> tuple[floa
     request_s = served + steps_out * step
     slot_wait = _slot_wait(kit.slots_ahead, kit.waiting_share, request_s)
     ttft = served + slot_wait
-    return ttft, step / kit.tokens_per_step, first, steady, slot_wait, rho, ttft + steps_out * step, ftl
+    return ttft, tpot_of(step / kit.tokens_per_step, kit.osl), first, steady, slot_wait, rho, \
+        ttft + steps_out * step, ftl
+
+
+def tpot_of(gap_s: float, osl: int) -> float:
+    """TPOT [s]: the mean gap between a request's output tokens, `gap_s` (a decode step per token emitted), or 0
+    where OSL = 1: no token follows the first, so there is no gap (every engine and path says 0 there; the request
+    time is TTFT alone, and a TPOT SLA is met trivially)."""
+    return gap_s if osl > 1 else 0.0
+
+
+def per_user_rate(tpot_s: float) -> float:
+    """Tokens per second one user sees after the first: 1 / TPOT, 0 where there is no TPOT (OSL 1, prefill)."""
+    return 1.0 / tpot_s if tpot_s > 0 else 0.0
 
 
 def _loop_state(q: float, tau: float, p: float, S: float, base: float, cap: float) -> tuple[float, float, float,

@@ -89,7 +89,7 @@ from solver.estimate.request_state import (
     kv_bytes_per_token_layer,
     state_of_layers,
 )
-from solver.estimate.closed_loop import ServingPolicy, first_wave_groups, synced_ranks
+from solver.estimate.closed_loop import ServingPolicy, first_wave_groups, per_user_rate, synced_ranks, tpot_of
 from solver.estimate.engine_step import graph_batch, graph_sizes_at, kernels_launched, step_layers, step_time
 from solver.estimate.serving import decode_step, kv_capacity_per_replica, prefill_step
 from solver.estimate.workload import (
@@ -300,7 +300,7 @@ def disagg_times(shape: PoolShape, prefill_s: float, decode_s: float, transfer_s
     """
     m = mtp_tokens_per_step(mtp, mtp_accept)
     tau = decode_s
-    tpot = tau / m
+    tpot = tpot_of(tau / m, osl)
     decode_after_s = max(0.0, (osl - 1) / m) * tau  # decode time after the first token
     per_step = shape.prefill_workers * shape.prefill_replicas * shape.prompts_per_step
     mu = per_step / prefill_s
@@ -406,7 +406,7 @@ class DisaggEstimate:
 
     @property
     def tokens_per_s_per_user(self) -> float:
-        return 1.0 / self.times.tpot_s
+        return per_user_rate(self.times.tpot_s)
 
     isl: int
     osl: int

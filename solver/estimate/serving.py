@@ -24,6 +24,7 @@ from solver.estimate.closed_loop import (
     ServingTimes,
     balance_root,
     first_wave_groups,
+    per_user_rate,
     serving_shape,
     serving_times,
     slot_wait_s,
@@ -153,11 +154,11 @@ def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
                   dec.time_s if dec else 0.0, kernels_launched(dec, f) if dec else 0.0)
     if sp.kind != "serving":
         return Estimate(fig.ttft_s, fig.tpot_s, pre, dec, memory, fig.output_tokens_per_s,
-                        1.0 / fig.tpot_s if fig.tpot_s else 0.0, pc.world_size, sp.per_replica)
+                        per_user_rate(fig.tpot_s), pc.world_size, sp.per_replica)
     t, shape = fig.times, sp.shape
-    # OSL 1 in lockstep (a prefill-first engine): no decode step after the first token, so no TPOT nor per-user rate
+    # OSL 1: no token follows the first, so no TPOT (closed_loop.tpot_of) nor per-user rate, whatever the policy
     return Estimate(t.ttft_s, t.tpot_s, pre, dec, memory, fig.output_tokens_per_s,
-                    1.0 / t.tpot_s if t.tpot_s else 0.0, pc.world_size,
+                    per_user_rate(t.tpot_s), pc.world_size,
                     shape.per_replica, ttft_first_wave_s=t.ttft_first_wave_s, ttft_steady_s=t.ttft_steady_s,
                     slot_wait_s=t.slot_wait_s, prefill_share=t.prefill_share, running_per_replica=shape.running,
                     first_token_delay_s=t.first_token_delay_s, front_end_s=sp.wl.request_overhead_s,

@@ -116,6 +116,14 @@ def _share(x: float) -> str:
     return "<0.001%" if x < 0.5 else ">99.999%"
 
 
+def one_token_note(osl: int, phase: str = "serving") -> str | None:
+    """What a serving answer at OSL 1 means by its TPOT (closed_loop.tpot_of), said once; None otherwise."""
+    if osl != 1 or phase != "serving":
+        return None
+    return ("one output token per request (--osl 1): no token follows the first, so TPOT and the per-user rate are 0, "
+            "a request takes its TTFT, output tokens/s counts requests finished, and a --tpot-ms SLA is met trivially")
+
+
 def prefix_hit_note(prefix_hit: float, phase: str = "serving") -> str | None:
     """What an answer assumed of the prefix cache (Workload.prompt_tokens), said once; None at no hit. `phase`: a
     prefill-only answer holds the prompt's cache alone and runs no decode."""

@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-from solver.estimate.workload import prefix_hit_note
+from solver.estimate.workload import one_token_note, prefix_hit_note
 from solver.plan.solve import PlanResult
 from solver.rank.select import Candidate, ordering
 from solver.report.digits import rounded
@@ -152,10 +152,12 @@ def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict]
 def answer_notes(result: PlanResult, scenario: Scenario) -> list[str]:
     """Every note of a solve's answer, in the order `solve` prints them (its stderr; the JSON keeps each under its
     key, result_dict): the inputs' and the engine's, the search's time limit and cut loop, the concurrency range,
-    the SLA edge, what #1's own configuration holds, the copies hint and the prefix cache assumed."""
+    the SLA edge, what #1's own configuration holds, the copies hint, the prefix cache assumed and what TPOT means
+    at OSL 1."""
     return [n for n in (*result.input_notes, result.timeout_note(), result.cut_note(), result.range_note,
                         result.edge_note, result.held_note, result.copies_note,
-                        prefix_hit_note(scenario.prefix_hit, scenario.phase))
+                        prefix_hit_note(scenario.prefix_hit, scenario.phase),
+                        one_token_note(scenario.osl, scenario.phase))
             if n]
 
 
