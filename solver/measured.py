@@ -87,7 +87,8 @@ def measured_cell_notes(rows: Iterable[Mapping[str, Any]], first_line: int = 2) 
             except ValueError:
                 bad.setdefault((col, "text"), []).append((line, str(cell), str(pred)))
                 continue
-            if math.isfinite(value) and 0 <= value * UNIT_SLIP_RATIO < float(str(pred)):
+            # a time of 0 (no decode step at OSL 1) is in no unit: no slip to name
+            if math.isfinite(value) and 0 < value * UNIT_SLIP_RATIO < float(str(pred)):
                 bad.setdefault((col, "unit"), []).append((line, str(cell), str(pred)))
     notes = []
     for (col, kind), hits in bad.items():

@@ -7,7 +7,7 @@ from typing import Any
 
 from solver.errors import InputError
 from solver.launch.command_reading import launch_reading, slot_name, slot_of
-from solver.launch.read_command import CommandReading, read_command
+from solver.launch.read_command import CommandReading, read_command, spells_depth
 
 
 def _settings_notes(r: CommandReading, hardware: str, isl: int, osl: int, concurrency: int, mtp: int,
@@ -72,8 +72,7 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
             raise InputError(flag, f"missing: give --isl and --osl{bound}")
     # the command's depth: what it sets, or none where the profile spells the depth and the command leaves it out
     fw = load_framework(r.framework)
-    spells = any(a.value_expr is not None and a.value_expr.names == {"mtp"} for a in fw.launch.args) \
-        if fw.launch else False
+    spells = any(spells_depth(a) for a in fw.launch.args) if fw.launch else False
     own = r.mtp if r.mtp is not None else 0 if spells else None
     if mtp is not None and own is not None and mtp != own:
         raise InputError("--mtp", f"{mtp}, while the command runs MTP depth {own}"

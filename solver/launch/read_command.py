@@ -50,6 +50,12 @@ def _reads(arg: LaunchArg) -> set[str]:
     return reads(arg)
 
 
+def spells_depth(arg: LaunchArg) -> bool:
+    """The argument prints the MTP depth itself, which a command's value reads back as (SGLang's
+    --speculative-num-draft-tokens, mtp + 1, does not)."""
+    return arg.value == "mtp"
+
+
 def config_names(fw: FrameworkProfile) -> set[str]:
     """The names whose value is the parallel configuration's: knobs, derived sizes, settings, the profile's group
     products and the world."""
@@ -256,7 +262,7 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
             continue
         if arg.value_expr.names == {"max_model_len"}:
             read_len = int(float(raw))
-        elif arg.value == "mtp":  # the depth itself (SGLang's --speculative-num-draft-tokens is mtp + 1)
+        elif spells_depth(arg):
             read_mtp = int(float(raw))
         elif reads & {"batch", "replica_batch"} and not reads & (NOT_PARALLEL - {"batch", "replica_batch"}):
             cap = _cap(fw, spec, hw, pc, world, arg, int(float(raw)), mtp_read) or cap

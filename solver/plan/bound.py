@@ -116,21 +116,26 @@ def sums_of_parts(parts: Sequence[Part]) -> Sums:
     n_pre, has_pre, has_dec = parts[0].n_pre, parts[0].has_pre, parts[0].has_dec
     launch_pre = [0.0] * n_pre
     launch_dec = [0.0] * (len(parts[0].vectors[0]) - n_pre if has_dec else 0)
-    sums: list[tuple[float, ...]] = [(0.0,) * (n_pre + len(launch_dec))]
-    first = True
     for part in parts:
         lp, ld = part.launch_pre, part.launch_dec
         launch_pre = [a + b for a, b in zip(launch_pre, lp)] if lp else launch_pre
         launch_dec = [a + b for a, b in zip(launch_dec, ld)] if ld else launch_dec
-        own = nondominated(part.vectors)
-        if len(own) * len(sums) > MAX_SUMS:
+    return Sums(tuple(front_of_sums([p.vectors for p in parts])), tuple(launch_pre), tuple(launch_dec), n_pre,
+                has_pre, has_dec)
+
+
+def front_of_sums(vector_sets: Sequence[Sequence[tuple[float, ...]]]) -> list[tuple[float, ...]]:
+    """The Pareto set of the sums that take one vector of each (non-empty) set, built set by set, dominated
+    partial sums pruned. Past MAX_SUMS partial sums a set enters as its per-coordinate minimum: its sums then
+    bound the true ones from below, which is all a bound needs."""
+    sums: list[tuple[float, ...]] = []
+    for vectors in vector_sets:
+        own = nondominated(vectors)
+        if len(own) * max(len(sums), 1) > MAX_SUMS:
             own = [tuple(map(min, zip(*own)))]
-        if first:  # 0.0 + x is x: the first group's sums are its own Pareto set, in its order
-            first = False
-            sums = [tuple(map(_add, sums[0], o)) for o in own]
-            continue
-        sums = nondominated(tuple(map(_add, s, o)) for s in sums for o in own)
-    return Sums(tuple(sums), tuple(launch_pre), tuple(launch_dec), n_pre, has_pre, has_dec)
+        # the first set's sums are its own Pareto set, in its order
+        sums = own if not sums else nondominated(tuple(map(_add, s, o)) for s in sums for o in own)
+    return sums
 
 
 def combined(a: Sums, b: Sums) -> Sums:

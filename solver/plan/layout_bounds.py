@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import bisect
 import math
-from operator import add
 from typing import Callable
 
 from solver.estimate.figures import ttft_floor
-from solver.plan.bound import (MAX_SUMS, Sums, combined, corner_figure, joint_part, minimum_unless_below,
-                               nondominated, option_part, sums_of_parts)
+from solver.plan.bound import (Sums, combined, corner_figure, front_of_sums, joint_part, minimum_unless_below,
+                               option_part, sums_of_parts)
 from solver.plan.floor import FLOOR_GROUPS, JOINT
 from solver.plan.group_cost import Share
 from solver.plan.groups import GROUPS
@@ -187,14 +186,7 @@ class LayoutBounds:
                 return math.inf
             part = option_part(list(opts.values()))
             parts.append(part._replace(vectors=[(*v, choice_simplicity(t, g, j)) for v, j in zip(part.vectors, opts)]))
-        # the Pareto sums group by group, as bound.sums_of_parts builds them (past MAX_SUMS a group enters as
-        # its per-coordinate minimum: a lower bound still), with the simplicity the last coordinate
-        points: list[tuple] = []
-        for part in parts:
-            own = nondominated(part.vectors)
-            if points and len(own) * len(points) > MAX_SUMS:
-                own = [tuple(map(min, zip(*own)))]
-            points = own if not points else nondominated(tuple(map(add, p, o)) for p in points for o in own)
+        points = front_of_sums([part.vectors for part in parts])  # the simplicity the last coordinate
         launch = [tuple(map(sum, zip(*(getattr(p, f) for p in parts)))) for f in ("launch_pre", "launch_dec")]
         latency = self._latency_fn(vc, self._caps(relaxed))
         n, has_pre, has_dec = parts[0].n_pre, parts[0].has_pre, parts[0].has_dec

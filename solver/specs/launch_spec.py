@@ -386,7 +386,7 @@ class LaunchSpec(BaseModel):
             raise ValueError("at most one argument sets the step_budget")
         bad = [f for f in (*self.site_flags, *([self.model_flag] if self.model_flag else ())) if not f.startswith("-")]
         if bad:
-            raise ValueError(f"site_flags / model_flag: {', '.join(bad)} is not a flag (it starts with -)")
+            raise ValueError(f"site_flags / model_flag: {', '.join(bad)}: not a flag (a flag starts with -)")
         model_arg = next((a for a in self.args if a.text and "{model_path}" in a.text), None)
         if self.model_flag is not None and (model_arg is None or model_arg.flag is not None):
             raise ValueError("model_flag: the launch writes no positional {model_path} for it to stand beside")
