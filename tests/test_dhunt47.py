@@ -13,3 +13,17 @@ def test_disagg_sweep_and_recommend_read_a_comma_list_of_hardware() -> None:
     rec = recommend_disagg("qwen3-30b-a3b", ["h200_sxm,b200_sxm"], target_output_tokens_per_s=1000.0,
                            isl=2048, osl=1024, cards="2")
     assert [o["hardware"] for o in rec.options] == ["h200_sxm", "b200_sxm"]
+
+
+def test_idle_cards_are_put_down_to_the_concurrency_cap_where_it_binds() -> None:
+    """Qwen3-30B-A3B on 8 x H200 under SGLang at --max-concurrency 64 (2K/1K, throughput): 1P1D on 5 cards carries
+    the capped load of 64; the comparison says the cap leaves the other 3 idle (a higher cap fills them: 2P2D on
+    72 GB200 at a cap of 16,384 where 1P1D on 36 at the default 4,096), not the rate match."""
+    from solver.entry import run_disagg
+    from solver.specs.scenario import Scenario
+
+    sc = Scenario(kind="throughput", isl=2048, osl=1024, tpot_ms=50, max_concurrency=64)
+    why = run_disagg("qwen3-30b-a3b", "h200_sxm", 8, sc, "sglang").comparison.why
+    idle = [w for w in why if "of the 8 cards" in w]
+    assert len(idle) == 1 and "the load is at the --max-concurrency cap of 64" in idle[0], why
+    assert "rate match" not in idle[0]
