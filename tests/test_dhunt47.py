@@ -27,3 +27,29 @@ def test_idle_cards_are_put_down_to_the_concurrency_cap_where_it_binds() -> None
     idle = [w for w in why if "of the 8 cards" in w]
     assert len(idle) == 1 and "the load is at the --max-concurrency cap of 64" in idle[0], why
     assert "rate match" not in idle[0]
+
+
+def test_check_says_a_pool_commands_role_flags_are_the_disaggregated_launchs_not_never_printed() -> None:
+    """`check --command` on the decode pool's command `solve --serving disagg --format launch` prints (vLLM, NIXL):
+    --kv-transfer-config and VLLM_NIXL_SIDE_CHANNEL_HOST are named as the pool's role and KV transfer, with the
+    estimate said to be of one aggregated server; not 'the vllm launch never prints them'."""
+    import json
+    import shlex
+
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    args = ["solve", "qwen3-30b-a3b", "--hardware", "h200_sxm", "--cards", "8", "--scenario", "throughput",
+            "--framework", "vllm", "--isl", "2048", "--osl", "1024", "--tpot-ms", "50", "--serving", "disagg",
+            "--format", "json"]
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code == 0, out.output
+    node = json.loads(out.output)["decode_pool"]["launch"]["nodes"][0]
+    cmd = " ".join([*(f"{k}={v}" for k, v in node["env"].items()), shlex.join(node["argv"])])
+    res = CliRunner().invoke(main, ["check", "--command", cmd, "--model", "qwen3-30b-a3b", "--hardware",
+                                    "h200_sxm", "--isl", "2048", "--osl", "1024"], terminal_width=400)
+    text = " ".join(res.output.split())
+    assert ("not read (a disaggregated pool's role and KV transfer, as `solve --serving disagg` prints them; the "
+            "estimate is of this command as one aggregated server") in text, text
+    assert "--kv-transfer-config" in text and "never prints them" not in text
