@@ -80,3 +80,34 @@ def test_a_pipeline_stage_hands_over_only_its_own_layers_kv() -> None:
     assert whole.recv_bytes_per_rank == 32768 * 1152 * 61
     tier = hw.tiers[t.tier]
     assert t.time_s == pytest.approx(tier.latency_s + 32768 * 1152 * 31 / (tier.bandwidth_Bps * tier.efficiency))
+
+
+def test_a_gap_on_a_row_of_blank_worker_counts_is_not_called_a_unit_slip(tmp_path) -> None:
+    """measured_disagg_calibration.csv line 42 (DeepSeek-R1 on GB200, TensorRT-LLM, 1K/8K at 2,048 concurrent)
+    leaves the worker counts blank: predicted at 1 prefill worker its TTFT is ~823 s against 1.4 s measured, the
+    convention's gap, not seconds in a ms column; a row that gives its counts (line 2) with TTFT written in seconds
+    still is. The closing line counts the rows evaluated as the notes do (read = evaluated + refused)."""
+    import csv
+
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    from conftest import FACTS
+
+    with open(FACTS / "calibration" / "measured_disagg_calibration.csv", newline="") as fh:
+        reader = csv.DictReader(fh)
+        header, rows = reader.fieldnames, list(reader)
+    blank, given = dict(rows[40]), dict(rows[0])
+    assert not blank["prefill_workers"] and given["prefill_workers"]
+    given["ttft_ms"] = str(float(given["ttft_ms"]) / 1e3)
+    path = tmp_path / "m.csv"
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=header)
+        w.writeheader()
+        w.writerows([given, blank])
+    res = CliRunner().invoke(main, ["estimate", "--from-csv", str(path), "--out", str(tmp_path / "p.csv")])
+    assert res.exit_code == 0, res.output
+    err = " ".join(res.stderr.split())
+    assert "ttft_ms is below 1/100 of the prediction in 1 evaluated row(s) (first: line 2," in err, err
+    assert "note: read 2 rows: 2 evaluated, 0 could not be evaluated" in err
