@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from solver.catalog import DEFAULT_FRAMEWORK
 from solver.errors import InputError
@@ -72,10 +72,13 @@ MEASURED_COLUMNS = ("ttft_ms", "tpot_ms")
 UNIT_SLIP_RATIO = 100
 
 
-def measured_cell_notes(rows: Iterable[Mapping[str, Any]], first_line: int = 2) -> list[str]:
+def measured_cell_notes(rows: Iterable[Mapping[str, Any]], first_line: int = 2,
+                        own: Callable[[Mapping[str, Any]], bool] | None = None) -> list[str]:
     """What the measured columns of evaluated rows (each with its `<col>_pred`) hold that no comparison can read:
     a cell that is not a number, and a time UNIT_SLIP_RATIO x below its prediction (seconds written as ms). One
-    note per column and kind, with the count and the first line."""
+    note per column and kind, with the count and the first line. `own`: whether a row's prediction is of the
+    deployment it measured (a disaggregated row with blank worker counts is predicted at 1 worker per pool, so a
+    gap there is the convention's, not a unit slip); None: every row's is."""
     bad: dict[tuple[str, str], list[tuple[int, str, str]]] = {}
     for line, row in enumerate(rows, start=first_line):
         for col in MEASURED_COLUMNS:
@@ -88,7 +91,8 @@ def measured_cell_notes(rows: Iterable[Mapping[str, Any]], first_line: int = 2) 
                 bad.setdefault((col, "text"), []).append((line, str(cell), str(pred)))
                 continue
             # a time of 0 (no decode step at OSL 1) is in no unit: no slip to name
-            if math.isfinite(value) and 0 < value * UNIT_SLIP_RATIO < float(str(pred)):
+            if (math.isfinite(value) and 0 < value * UNIT_SLIP_RATIO < float(str(pred))
+                    and (own is None or own(row))):
                 bad.setdefault((col, "unit"), []).append((line, str(cell), str(pred)))
     notes = []
     for (col, kind), hits in bad.items():

@@ -29,7 +29,7 @@ from solver.capacity.recommend import (BASIS_LABELS, COST_FIELDS, COUNT_FIELDS, 
                                        copies_within, cost_text, most_in_cap, no_fit_note, options_frame, price_note,
                                        shortfall_note)
 from solver.capacity.executors import ProgressFn
-from solver.capacity.sweep import UNROUNDED, input_notes
+from solver.capacity.sweep import UNROUNDED, hardware_list, input_notes
 from solver.capacity.table import to_disagg_frame
 from solver.catalog import DEFAULT_FRAMEWORK
 from solver.errors import InfeasibleError, InputError
@@ -114,7 +114,7 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
     if concurrency is not None and concurrency < 1:
         raise InputError("--concurrency", f"must be >= 1, got {concurrency}")
 
-    hw_names = [load_hardware(h).name for h in hardware]
+    hw_names = [load_hardware(h).name for h in hardware_list(hardware)]  # `a,b` as the aggregated sweep reads it
     card_list = disagg_cards(cards)
     kinds = parse_scenarios(scenarios)
     lengths = parse_seq_lens(seq_lens, osl) if seq_lens else [(isl, osl)]
@@ -270,7 +270,7 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
     if max_copies is not None and (isinstance(max_copies, bool) or not isinstance(max_copies, int)
                                    or max_copies < 1):
         raise InputError("--max-copies", f"must be an integer >= 1, got {max_copies!r}")
-    hws = [load_hardware(h) for h in hardware]
+    hws = [load_hardware(h) for h in hardware_list(hardware)]  # `a,b` as the aggregated recommend reads it
     hw_names = [h.name for h in hws]
     price = parse_prices(prices, hw_names)
     dt = {f: per_hardware(v, f, hw_names) for f, v in (("--weight-dtype", weight_dtype),

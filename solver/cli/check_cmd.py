@@ -102,10 +102,30 @@ def _print_read(con, read) -> None:
     if read.site:
         con.print("  read as the site's (compared with nothing): "
                   + ", ".join(f"{k} {v}" if v != "true" else k for k, v in read.site.items()))
-    if read.not_read:
-        con.print(f"  not read (the {read.framework} launch never prints them): {', '.join(read.not_read)}")
+    role = disagg_names(read.framework)
+    pooled = [n for n in read.not_read if n in role]
+    if pooled:  # the disaggregated launch prints them: the estimate below is not the pool's
+        con.print(f"  not read (a disaggregated pool's role and KV transfer, as `solve --serving disagg` prints them; "
+                  f"the estimate is of this command as one aggregated server, prefill and decode on its ranks): "
+                  f"{', '.join(pooled)}")
+    rest = [n for n in read.not_read if n not in role]
+    if rest:
+        con.print(f"  not read (the {read.framework} launch never prints them): {', '.join(rest)}")
     for n in read.notes:
         con.print(f"  command: {n}")
+
+
+def disagg_names(framework: str) -> set[str]:
+    """The flags, documents' flags and variables a pool's worker adds to the engine's command (the profile's
+    launch.disagg block): a command read back carries them, though the aggregated launch never prints them."""
+    from solver.specs.framework import load_framework
+
+    launch = load_framework(framework).launch
+    block = launch.disagg if launch else None
+    if block is None:
+        return set()
+    return ({a.flag or a.env for a in block.args if a.flag or a.env}
+            | {d.flag for d in block.documents.values() if d.flag})
 
 
 def _check_file(config, model, hardware, cards, framework, candidate):

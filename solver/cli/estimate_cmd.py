@@ -113,7 +113,7 @@ def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, in
         first = out[0]["error"]
         raise InputError("--from-csv", f"none of the {len(out)} rows could be evaluated (first: {first[:200]})"
                          + ("" if path_out == "-" else f"; the errors are in {path_out}"))
-    notes = measured_cell_notes(out)
+    notes = measured_cell_notes(out, own=is_complete if disagg else None)
     guessed = [line for line, r in enumerate(out, start=2) if disagg and not r["error"] and not is_complete(r)]
     if guessed:  # a convention, not a measurement: say how many predictions rest on it
         notes.append(f"{len(guessed)} of {len(out) - errors} evaluated rows leave prefill_workers / decode_workers "
@@ -190,7 +190,7 @@ def estimate_cmd(model, hardware, cards, isl, osl, concurrency, phase, batch, se
         n, bad, notes = run_csv(from_csv, out, framework)
         for line in notes:
             click.echo(f"note: {line}", err=True)
-        click.echo(f"note: evaluated {n} rows ({bad} could not be evaluated; see the error column)"
+        click.echo(f"note: read {n} rows: {n - bad} evaluated, {bad} could not be evaluated (see the error column)"
                    + ("" if out == "-" else f", wrote {out}"), err=True)
         return
     if out is not None:

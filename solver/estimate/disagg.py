@@ -66,7 +66,9 @@ law: C * OSL / (TTFT + (OSL - 1) TPOT), per GPU over x W_p + y W_d ranks.
 KV transfer: the request's cache (every cached layer, indexer keys included, and the state that does not grow:
 linear-attention / SSM state, conv tails, image K/V) moves from the prefill worker's attention group to the
 decode worker's. A decode rank receives what it will hold (kv_bytes_per_token_layer at
-its attention TP: GQA heads split, an MLA latent whole on every TP rank); the prefill ranks share the sending.
+its attention TP: GQA heads split, an MLA latent whole on every TP rank; under pipeline parallel only its stage's
+layers, every stage's ranks at once, the busiest stage setting the pace); the prefill ranks share the sending
+(likewise per prefill stage).
 The slower side sets the time, at the tier's per-rank rate toward the peers that side exchanges with
 (comm.peer_rate_Bps: on a full mesh one link per peer) x efficiency plus its latency. The tier is the
 slowest the deployment spans (transfer_tier: the router pairs any prefill worker with any decode worker).
@@ -81,6 +83,7 @@ from solver.estimate import comm
 from solver.estimate.compute import Factors
 from solver.estimate.memory import MemoryReport, memory_per_rank
 from solver.estimate.memory_options import MemoryOptions, engine_options, workload_options
+from solver.estimate.pipeline import stages
 from solver.estimate.request_state import (
     SEED_LAYOUT,
     CacheLayout,
@@ -175,13 +178,25 @@ def kv_transfer(model: ModelSpec, hw: Hardware, prefill: ParallelConfig, decode:
              + constant_state_per_request(model, kv_bytes))
     a = decode.attn_tp_size
     cp_shards = 1 if layout.cp_replicates_kv else decode.cp_size
-    kv, idx = _request_caches(model, kv_bytes, isl, a, mtp_layers, unq)
-    recv = (kv / (cp_shards * decode.kvp_size)
-            + idx / (cp_shards * (1 if layout.kvp_replicates_index else decode.kvp_size))
-            + constant_state_per_request(model, kv_bytes, a, decode.attn_tp_group(kvp_splits_weights)))
+
+    def received(layers: ModelSpec, mtp: int) -> float:
+        """What one decode rank of an attention group receives of `layers`' caches."""
+        kv, idx = _request_caches(layers, kv_bytes, isl, a, mtp, unq)
+        return (kv / (cp_shards * decode.kvp_size)
+                + idx / (cp_shards * (1 if layout.kvp_replicates_index else decode.kvp_size))
+                + constant_state_per_request(layers, kv_bytes, a, decode.attn_tp_group(kvp_splits_weights)))
+
+    def per_stage(pp: int) -> list[float]:
+        """received() of each pipeline stage's layers (MTP on the last): a stage's ranks hold, so send or
+        receive, only their own layers' caches, every stage at once."""
+        if pp == 1:
+            return [received(model, mtp_layers)]
+        return [received(st.model, mtp_layers if st.last else 0) for st in stages(model, pp)]
+
     senders, receivers = prefill.attn_group_size, decode.attn_group_size
-    traffic = recv * receivers  # every receiving rank's share, copies counted
-    send = traffic / senders
+    recv = max(per_stage(decode.pp_size))  # the busiest decode stage's rank
+    # every receiving rank's share, copies counted, of the busiest prefill stage's layers, over its senders
+    send = max(per_stage(prefill.pp_size)) * receivers / senders
     name, tier = transfer_tier(hw, prefill.world_size, decode.world_size, prefill_workers, decode_workers, over_nics)
     # each side drives the links to the peers it exchanges with (comm.peer_rate_Bps: all of a switched fabric,
     # one link per peer on a full mesh): a sending rank reaches the receivers its share spreads over, a

@@ -85,6 +85,19 @@ def each_worker(workers: int) -> str:
     return f" in each of {workers} workers" if workers > 1 else ""
 
 
+def idle_reason(concurrency: int, scenario: Scenario) -> str:
+    """Why cards sit idle: where the load is fixed (--concurrency) or at its cap (--max-concurrency), the pools that
+    carry it use fewer cards than given (more workers at that load would each run fewer sequences), and a larger
+    load fills more; else the rate match sized the pools below the cards."""
+    if scenario.concurrency:
+        return (f"--concurrency {scenario.concurrency:,} fixes the load these pools carry; more workers would each "
+                "run fewer sequences")
+    if concurrency >= scenario.max_concurrency:
+        return (f"the load is at the --max-concurrency cap of {scenario.max_concurrency:,}; more workers at that "
+                "load would each run fewer sequences, a higher cap lets more cards serve")
+    return "the rate match leaves the rest idle"
+
+
 def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int,
             kvp_in_tp: bool = False, agg_error: str | None = None) -> Comparison:
     """Which wins on the scenario's score (request latency vs output tokens/s per rank), by how much, why
@@ -129,8 +142,8 @@ def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int
                f"({e.transfer.bytes_per_request / 1e6:.1f} MB over {e.transfer.tier}) and keeps "
                f"{d.prefill.ranks} of {d.cards} ranks on prefill (utilisation {utilisation(e.times.prefill_utilization)})")
     if d.cards < cards:
-        why.append(f"the disaggregated plan uses {d.cards} of the {cards} cards (the rate match leaves the rest "
-                   "idle); its per-rank figures count only the ranks used")
+        why.append(f"the disaggregated plan uses {d.cards} of the {cards} cards "
+                   f"({idle_reason(e.concurrency, scenario)}); its per-rank figures count only the ranks used")
     winner = "disagg" if sd < sa else "agg"
     return Comparison(winner, ratio, tuple(why), sd - sa)
 
