@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
+import solver.specs.framework as framework
 from solver.cli.main import main
+from solver.launch.read_command import read_command
 from solver.specs.framework import list_frameworks, load_framework, profiles_for_vendor
+from solver.specs.hardware_catalog import load_hardware
 
 VLLM_SERVE = "vllm serve Qwen/Qwen3-235B-A22B --tensor-parallel-size 16 --enable-expert-parallel --max-num-seqs 16"
 
@@ -51,3 +54,14 @@ def test_vllm_serve_named_as_vllm_on_an_ascend_device_is_refused_as_solve_refuse
     assert r.stderr.startswith("error: --framework: vllm runs on nvidia/amd devices; atlas_a3 is huawei: the "
                                "profiles for huawei devices are ")
     assert len(r.stderr.splitlines()) == 1
+
+
+def test_a_vendors_own_build_is_read_over_a_cross_vendor_profile_that_runs_the_program_there(monkeypatch) -> None:
+    """Where two profiles run `vllm serve` on a huawei die (a vLLM profile that lists huawei, as vllm.yaml did
+    before), the one whose vendors are [huawei] alone is the reading, with a note naming the other."""
+    shipped = framework.load_framework
+    everywhere = shipped("vllm").model_copy(update={"vendors": ["nvidia", "amd", "huawei"]})
+    monkeypatch.setattr(framework, "load_framework", lambda name: everywhere if name == "vllm" else shipped(name))
+    r = read_command(VLLM_SERVE, load_hardware("atlas_a3"))
+    assert r.framework == "vllm-ascend"
+    assert any("the profile for huawei devices alone" in n and "--framework vllm" in n for n in r.notes)
