@@ -610,7 +610,7 @@ def list_frameworks() -> list[str]:
     return sorted(p.stem for p in frameworks_dir().glob("*.yaml"))
 
 
-def profiles_for_vendor(vendor: str) -> list[str]:
+def profiles_for_vendor(vendor: str | None) -> list[str]:
     """The shipped profiles that run on this vendor's devices, sorted (those with no vendor list, generic, run on
     any): what a refusal offers in place of an engine that does not run there."""
     return [name for name in list_frameworks() if load_framework(name).runs_on(vendor)]
