@@ -78,15 +78,15 @@ def test_the_api_server_module_ignores_a_positional_model_so_it_is_refused():
 
 
 def test_vllm_serve_on_atlas_reads_as_the_profile_made_for_its_vendor():
-    """vLLM and vllm-ascend both run `vllm serve` on an Ascend die; vllm-ascend's vendors are [huawei] alone, so it
-    is the one, and a note says how to read it as the other."""
-    r = read_command("vllm serve Qwen/Qwen3-235B-A22B --tensor-parallel-size 16 --enable-expert-parallel "
-                     "--max-num-seqs 16", load_hardware("atlas_a3"))
+    """On an Ascend die `vllm serve` runs vllm-ascend (vLLM's profile runs on nvidia/amd): read as it, with no note
+    of another reading; naming vllm there is refused, naming the profiles that run on huawei devices."""
+    cmd = "vllm serve Qwen/Qwen3-235B-A22B --tensor-parallel-size 16 --enable-expert-parallel --max-num-seqs 16"
+    r = read_command(cmd, load_hardware("atlas_a3"))
     assert r.framework == "vllm-ascend"
-    assert any("--framework vllm" in n for n in r.notes)
-    named = read_command("vllm serve Qwen/Qwen3-235B-A22B --tensor-parallel-size 16 --enable-expert-parallel "
-                         "--max-num-seqs 16", load_hardware("atlas_a3"), framework="vllm")
-    assert named.framework == "vllm"
+    assert not any("--framework vllm" in n for n in r.notes)
+    with pytest.raises(InputError, match=r"^--framework: vllm runs on nvidia/amd devices; atlas_a3 is huawei: "
+                                         r"the profiles for huawei devices are .*vllm-ascend"):
+        read_command(cmd, load_hardware("atlas_a3"), framework="vllm")
 
 
 def test_an_engine_without_a_parser_record_says_its_unknown_flags_are_not_refused():

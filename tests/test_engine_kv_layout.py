@@ -108,8 +108,9 @@ def test_a_decode_step_reads_and_scores_the_indexer_keys_as_the_engine_caches_th
     8-bit one (atlas_a3 runs 8-bit scores at its int8 rate)."""
     pc = make_parallel_config(16, moe_tp_size=1)
     w = _decode(4, 4096)
-    f = factors_for(A3, VLLM.efficiency_for(A3))
-    plain, unq = _ops(f, pc, w)["indexer_score"], _ops(replace(f, indexer_keys_unquantised=True), pc, w)["indexer_score"]
+    # vllm-ascend's factors on its device, the layout switch set each way (vLLM does not run on Ascend)
+    f = factors_for(A3, ASCEND.efficiency_for(A3))
+    plain, unq = (_ops(replace(f, indexer_keys_unquantised=on), pc, w)["indexer_score"] for on in (False, True))
     assert unq.bytes - plain.bytes == pytest.approx(4 * 4096 * (256 - 132)) == 2_031_616
     assert unq.flops == plain.flops
     assert (unq.compute_s / unq.flops) / (plain.compute_s / plain.flops) == pytest.approx(
@@ -121,8 +122,8 @@ def test_replicated_indexer_keys_are_scored_whole_on_every_kvp_rank() -> None:
     each KVP rank keeps them all: 8 x the FLOPs; the core attention stays split."""
     pc = make_parallel_config(16, attn_tp_size=2, kvp_size=8, moe_tp_size=1)
     w = _decode(4, 32768)
-    f = factors_for(A3, VLLM.efficiency_for(A3))
-    split, whole = _ops(f, pc, w), _ops(replace(f, kvp_replicates_indexer_keys=True), pc, w)
+    f = factors_for(A3, ASCEND.efficiency_for(A3))
+    split, whole = (_ops(replace(f, kvp_replicates_indexer_keys=on), pc, w) for on in (False, True))
     assert whole["indexer_score"].flops == pytest.approx(8 * split["indexer_score"].flops)
     assert whole["attention_core"].flops == split["attention_core"].flops
 

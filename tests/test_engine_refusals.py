@@ -41,7 +41,8 @@ def test_an_engine_on_another_vendors_device_is_refused_under_the_files_framewor
     for cmd in ("check", "launch"):
         r = _run(cmd, dep)
         assert r.exit_code == 2, (cmd, r.output)
-        assert r.stderr == f"error: {dep}: framework: trtllm runs on nvidia devices; atlas_a3 is huawei\n", cmd
+        assert r.stderr == (f"error: {dep}: framework: trtllm runs on nvidia devices; atlas_a3 is huawei: "
+                            "the profiles for huawei devices are cann-recipes, generic, sglang, vllm-ascend\n"), cmd
 
 
 def test_an_engine_on_another_vendors_device_is_refused_under_the_flag_that_named_it(tmp_path: Path) -> None:
@@ -57,7 +58,8 @@ def test_calibrate_refuses_an_engine_on_another_vendors_device_under_the_configs
     cfg = _deployment(tmp_path, "run.yaml", config + "model: qwen3-30b-a3b\nhardware: atlas_a3\nframework: trtllm\n")
     r = _run("calibrate", str(REPO / "docs/examples/trace-decode"), "--config", cfg)
     assert r.exit_code == 2
-    assert r.stderr == f"error: {cfg}: framework: trtllm runs on nvidia devices; atlas_a3 is huawei\n"
+    assert r.stderr == (f"error: {cfg}: framework: trtllm runs on nvidia devices; atlas_a3 is huawei: "
+                        "the profiles for huawei devices are cann-recipes, generic, sglang, vllm-ascend\n")
 
 
 def test_a_launch_refusal_of_the_batch_names_the_batch(tmp_path: Path) -> None:

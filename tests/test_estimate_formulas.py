@@ -440,7 +440,7 @@ def test_token_budget_is_the_frameworks_public_default_for_the_device() -> None:
     assert sg.efficiency_for("b200_sxm")["token_budget"] == 16384  # from 160 GiB
     assert vl.efficiency_for("h100_sxm")["token_budget"] == 8192  # max_num_batched_tokens from 70 GiB
     assert vl.efficiency_for("a100_sxm")["token_budget"] == 2048  # vLLM keeps A100-80GB at 2048 by name
-    assert vl.efficiency_for("atlas_a3")["token_budget"] == 2048  # 64 GiB per die
+    assert vl.efficiency_for("l40s")["token_budget"] == 2048  # 46,068 MiB per GPU, below 70 GiB
     assert tr.efficiency_for("b200_sxm")["token_budget"] == 8192  # max_num_tokens
     assert sg.efficiency_for("not_in_the_catalog")["token_budget"] == 8192  # unknown device: the base value
 

@@ -44,7 +44,8 @@ def test_a_token_streams_as_its_step_ends_under_default_async_scheduling() -> No
     Step i + 1 is launched before step i's output is processed, which streams as step i ends: no whole iteration
     before the first token (first_token_iterations 0, as vLLM's profile, whose calibration rows measure it)."""
     policy = ServingPolicy.of(factors_for(A3, VA.efficiency_for(A3)))
-    vllm = ServingPolicy.of(factors_for(A3, load_framework("vllm").efficiency_for(A3)))
+    h100 = load_hardware("h100_sxm")  # vLLM's profile on a device it runs on (on Ascend vLLM is vllm-ascend)
+    vllm = ServingPolicy.of(factors_for(h100, load_framework("vllm").efficiency_for(h100)))
     assert policy.first_token_iterations == vllm.first_token_iterations == 0.0 and policy.decode_first
 
 

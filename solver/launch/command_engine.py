@@ -60,6 +60,8 @@ def find_engine(argv: list[str], hw: Hardware, framework: str | None) -> tuple[F
 
     profiles = [load_framework(framework)] if framework else \
         [fw for fw in map(load_framework, list_frameworks()) if fw.launch is not None]
+    if framework:  # a named engine that does not run here is refused as solve refuses it, naming those that do
+        profiles[0].check_vendor(hw.name, hw.vendor)
     running = [fw for fw in profiles if run_of(argv, fw) is not None]
     if not running:
         known = "; ".join(f"{' '.join(program(fw))} ({fw.name})" for fw in profiles if program(fw))
@@ -67,8 +69,8 @@ def find_engine(argv: list[str], hw: Hardware, framework: str | None) -> tuple[F
             f"no engine profile launches it (they launch: {known})"
         raise InputError("--command", f"{' '.join(argv[:3])}: {what}")
     on_hw = [fw for fw in running if fw.runs_on(hw.vendor)]
-    # several run the program here: the one made for this vendor's devices alone is what the program is there (vLLM
-    # on an Ascend die runs through vllm-ascend, the profile whose vendors are [huawei])
+    # several run the program here: the one made for this vendor's devices alone is what the program is there (a
+    # vendor's own build of an engine whose program a cross-vendor profile also launches)
     own = [fw for fw in on_hw if list(fw.vendors) == [hw.vendor]]
     if len(on_hw) > 1 and len(own) == 1:
         others = ", ".join(fw.name for fw in on_hw if fw is not own[0])

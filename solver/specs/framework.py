@@ -407,7 +407,8 @@ class FrameworkProfile(BaseModel):
         """An engine runs on its vendors' devices only (a TensorRT-LLM command for an Ascend die would be no
         command)."""
         if not self.runs_on(vendor):
-            raise InputError(field, f"{self.name} runs on {'/'.join(self.vendors)} devices; {hardware} is {vendor}")
+            raise InputError(field, f"{self.name} runs on {'/'.join(self.vendors)} devices; {hardware} is {vendor}: "
+                                    f"the profiles for {vendor} devices are {', '.join(profiles_for_vendor(vendor))}")
 
     def prefix_hit_refusal(self, model: "ModelSpec", hit: float) -> str | None:
         """Why a prefix-cache hit of `hit` cannot be priced on `model` under this engine (no_prefix_cache: its
@@ -607,6 +608,12 @@ def _checked_vendors(fw: FrameworkProfile, path: Path) -> FrameworkProfile:
 def list_frameworks() -> list[str]:
     """Names of the shipped profiles, sorted."""
     return sorted(p.stem for p in frameworks_dir().glob("*.yaml"))
+
+
+def profiles_for_vendor(vendor: str | None) -> list[str]:
+    """The shipped profiles that run on this vendor's devices, sorted (those with no vendor list, generic, run on
+    any): what a refusal offers in place of an engine that does not run there."""
+    return [name for name in list_frameworks() if load_framework(name).runs_on(vendor)]
 
 
 def load_framework_file(path: Path) -> FrameworkProfile:
