@@ -38,7 +38,9 @@ LAUNCH_NAMES = POOL_NAMES | frozenset({
     "node_rank",         # this node's index (0 = head)
     "gpus_per_node",     # ranks on one node: min(world, ranks_per_node)
     "max_model_len",     # longest sequence the estimate assumed (prompt + output)
-    "token_budget",      # tokens per forward step the estimate assumed (the profile's scheduler default)
+    "token_budget",      # tokens per forward step the estimate assumed (the profile's scheduler default; a
+                         # prefill-only worker's: its step's prompts, launch.emit.step_budget)
+    "prefill_tokens",    # a prefill-only worker's tokens in one step of one attention replica (0: not one)
     "weight_dtype_set",  # the user chose a weight format (else the checkpoint's is served)
     "kv_dtype_set",      # the user chose a KV-cache format (else the engine's default, the model dtype)
     "prefill_role",      # disaggregated serving: 1 on a prefill-pool worker, 0 on a decode-pool worker
