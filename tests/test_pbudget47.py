@@ -150,3 +150,26 @@ def test_a_prefill_only_deployments_launch_holds_its_replicas_prompts(tmp_path, 
     res = CliRunner().invoke(main, ["launch", str(f), "--format", "shell"])
     assert res.exit_code == 0, res.output
     assert f"--max-num-batched-tokens {phase_batch * ISL}" in res.output, res.output
+
+
+def test_an_engine_whose_command_sets_no_budget_keeps_the_chunked_prefill_memory(tmp_path) -> None:
+    """cann-recipes gives its engine no token budget (no launch argument reads `token_budget`), so a prefill-only
+    deployment's memory stays at the default chunk: the verified v32-p64-q (DeepSeek-V3.2, 64 A3 dies, CP64, 64
+    prompts of 64K) still fits (30.33 GB a rank; the whole step's packed prompts would read 1,156 GB)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+    from solver.specs.framework import load_framework
+
+    assert not load_framework("cann-recipes").launch.sets_token_budget()
+    assert load_framework("vllm").launch.sets_token_budget()
+    f = tmp_path / "v32.yaml"
+    f.write_text("model: deepseek-v3.2\nhardware: atlas_a3\nframework: cann-recipes\nworld_size: 64\n"
+                 "parallel_config: {attn_tp_size: 1, dense_tp_size: 1, moe_tp_size: 1, embed_tp_size: 16, "
+                 "lmhead_tp_size: 16, cp_size: 64}\nworkload: {phase: prefill, batch: 64, seq_len: 65536}\n"
+                 "quant: {weights: int8, kv_cache: int8}\n")
+    res = CliRunner().invoke(main, ["check", str(f), "--format", "json"])
+    est = json.loads(res.output)["estimation"]
+    assert est["memory_feasible"] and est["memory_per_rank_gb"] < 31, est

@@ -502,7 +502,9 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
     # and a forward holds every prompt of its step, as priced (its command's budget holds them: launch.emit)
     step_prompts = shape.prompts_per_step * shape.prefill_replicas
     pmem = memory_per_rank(model, hw, prefill_pc, prec, step_prompts, wl.isl,
-                           workload_options(pre_opts, wl.isl, step_prompts=step_prompts), mtp_layers=wl.mtp)
+                           workload_options(pre_opts, wl.isl,
+                                            step_prompts=step_prompts if f_prefill.prefill_budget_set else None),
+                           mtp_layers=wl.mtp)
     dmem = memory_per_rank(model, hw, decode_pc, prec, shape.running * shape.decode_replicas, wl.isl + wl.osl,
                            dec_opts, mtp_layers=wl.mtp)
     throughput = wl.concurrency * wl.osl / t.request_s

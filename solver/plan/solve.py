@@ -264,7 +264,7 @@ def plan_inputs(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int
                                    scenario.mtp if model.num_mtp_layers else 0,
                                    # the most prompts a step may hold: a forward holds a replica's share
                                    (scenario.concurrency or scenario.max_concurrency)
-                                   if scenario.phase == "prefill" else None)
+                                   if scenario.phase == "prefill" and f.prefill_budget_set else None)
 
 
 def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int, scenario: Scenario,

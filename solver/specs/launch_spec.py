@@ -345,6 +345,13 @@ class LaunchSpec(BaseModel):
         for whatever parallel_config it is given, so no weight conversion is bound to one (seed 003, Step 4)."""
         return any(a.key == ONLINE_SPLIT_KEY and a.value == "true" and a.when == "true" for a in self.args)
 
+    def sets_token_budget(self) -> bool:
+        """An argument gives the engine its token budget (reads `token_budget`): a prefill-only worker's command
+        then holds the step its estimate prices (launch.emit.step_budget)."""
+        from solver.specs.expr import compile_expr
+
+        return any(a.value is not None and "token_budget" in compile_expr(str(a.value)).names for a in self.args)
+
     def step_budget_rule(self) -> str | None:
         """The expression of the engine's tokens per forward step the command sets (the `step_budget` argument;
         None: the command leaves the profile's default)."""
