@@ -52,6 +52,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     from solver.rank.review import hardware_placement, straddling_groups
     from solver.space.placement import as_launched
     from solver.specs.deployment import load_deployment
+    from solver.estimate.workload import Workload
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model, model_title
@@ -92,12 +93,19 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     engine_len = model_len(w.phase, max_len)  # a prefill-only instance still emits its one token
     # priced as the serving estimate prices the plan's memory (estimate.serving.estimate): under the engine's
     # layout, and with one request's prompt where the workload names it, so the share is the one solve prints
-    opts = framework_options(fw)
-    memory = memory_per_rank(spec, hw, pc, prec, batch, max_len, workload_options(opts, w.isl) if w.isl else opts,
-                             mtp_layers=dep.mtp)
+    # a prefill-only deployment runs each replica's prompts in one step (estimate.figures), its forward holds them
+    # all and its token budget too (launch.emit.step_budget)
+    opts, tokens = framework_options(fw), 0
+    if w.phase == "prefill":
+        opts = workload_options(opts, max_len, step_prompts=batch if fw.launch is not None and fw.launch.sets_token_budget() else None)
+        tokens = (-(-batch // pc.attn_replicas)  # a replica's share, rounded up
+                  * Workload("prefill", batch=batch, seq_len=max_len, prefix_hit=w.prefix_hit).prompt_tokens[0])
+    elif w.isl:
+        opts = workload_options(opts, w.isl)
+    memory = memory_per_rank(spec, hw, pc, prec, batch, max_len, opts, mtp_layers=dep.mtp)
     inputs = LaunchInputs(batch=batch, max_model_len=engine_len, mtp=dep.mtp, weight_dtype=dep.quant.weights,
                           moe_weight_dtype=dep.quant.moe_weights, kv_dtype=dep.quant.kv_cache,
-                          model_path=model_path, head_addr=head_addr, memory=memory)
+                          model_path=model_path, head_addr=head_addr, memory=memory, prefill_tokens=tokens)
     try:
         launch = emit_launch(fw, spec, hw, pc, inputs)
     except InputError as exc:  # the file's knobs the model cannot run: named under the file, as check names them

@@ -499,8 +499,12 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
                      wl.mtp, wl.mtp_accept, ServingPolicy.of(f_decode).first_token_iterations, wl.burst_share)
     # the prefill worker runs the MTP layers as the decode worker does (it builds their cache, handed over with
     # the rest: kv_transfer), so it holds their weights and that cache too
-    pmem = memory_per_rank(model, hw, prefill_pc, prec, shape.prompts_per_step * shape.prefill_replicas, wl.isl,
-                           pre_opts, mtp_layers=wl.mtp)
+    # and a forward holds every prompt of its step, as priced (its command's budget holds them: launch.emit)
+    step_prompts = shape.prompts_per_step * shape.prefill_replicas
+    pmem = memory_per_rank(model, hw, prefill_pc, prec, step_prompts, wl.isl,
+                           workload_options(pre_opts, wl.isl,
+                                            step_prompts=step_prompts if f_prefill.prefill_budget_set else None),
+                           mtp_layers=wl.mtp)
     dmem = memory_per_rank(model, hw, decode_pc, prec, shape.running * shape.decode_replicas, wl.isl + wl.osl,
                            dec_opts, mtp_layers=wl.mtp)
     throughput = wl.concurrency * wl.osl / t.request_s

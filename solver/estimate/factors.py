@@ -41,6 +41,9 @@ class Factors:
     # the budget the engine's command sets, an expression over token_budget, replica_batch and mtp (the profile's
     # step_budget launch argument); None: the command leaves the default
     token_budget_rule: str | None = None
+    # the engine's command sets its token budget (a launch argument reads `token_budget`): a prefill-only worker's
+    # command then holds its whole priced step (launch.emit.step_budget), and so does its memory
+    prefill_budget_set: bool = False
     # the framework's KVP layout (FrameworkProfile.kvp_splits_attention_weights): its KVP ranks split the attention
     # weights with the TP ranks (ParallelConfig.attn_tp_group); the memory model reads it from MemoryOptions
     kvp_splits_attention_weights: bool = False
@@ -133,7 +136,7 @@ class Factors:
 
 
 # the framework's switches (FrameworkProfile.efficiency_for writes each as 1.0 / 0.0): off where unset
-SWITCHES = ("budget_split_by_attention_dp", "dp_major_ranks", *LAYOUT_SWITCHES)
+SWITCHES = ("budget_split_by_attention_dp", "dp_major_ranks", "prefill_budget_set", *LAYOUT_SWITCHES)
 # the serving loop's and custom all-reduce's figures (FrameworkProfile.serving_factors): 0 where unset
 AMOUNTS = ("first_token_iterations", "eager_launch_s", "seq_overhead_s", "seq_layer_s", "allreduce_oneshot_max_bytes",
            "allreduce_custom_max_bytes")

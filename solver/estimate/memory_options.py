@@ -117,14 +117,18 @@ def device_options(opts: MemoryOptions, hw: Hardware) -> MemoryOptions:
     return opts if opts.device_flags == flags else replace(opts, device_flags=flags)
 
 
-def workload_options(opts: MemoryOptions, prompt_tokens: int, drafts: int | None = None) -> MemoryOptions:
+def workload_options(opts: MemoryOptions, prompt_tokens: int, drafts: int | None = None,
+                     step_prompts: int | None = None) -> MemoryOptions:
     """`opts` for requests of `prompt_tokens` prompt tokens decoding with `drafts` draft tokens a step (None: as
     `opts` has it): what a caller holding the workload passes on, so that the planner's tables and
-    memory_per_rank size one prefill and one decode step."""
+    memory_per_rank size one prefill and one decode step. `step_prompts`: a prefill-only worker's prompts, which
+    its estimate prices as one step (estimate.figures, estimate.disagg) and its command's token budget holds
+    (launch.emit.step_budget): a forward then holds all of them, past the default chunk."""
     drafts = opts.decode_drafts if drafts is None else drafts
-    if opts.prompt_tokens == prompt_tokens and opts.decode_drafts == drafts:
+    chunk = max(opts.prefill_chunk, step_prompts * prompt_tokens) if step_prompts else opts.prefill_chunk
+    if opts.prompt_tokens == prompt_tokens and opts.decode_drafts == drafts and opts.prefill_chunk == chunk:
         return opts
-    return replace(opts, prompt_tokens=prompt_tokens, decode_drafts=drafts)
+    return replace(opts, prompt_tokens=prompt_tokens, decode_drafts=drafts, prefill_chunk=chunk)
 
 
 def memory_limit(capacity_bytes: float, reserved_bytes: float, total_fraction: float) -> float:

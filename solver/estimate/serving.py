@@ -140,7 +140,9 @@ def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
     and the figures the serving formulas make of them (figures.figures): the same two halves the planner's
     tables sum, so what the planner optimises is what this shows."""
     mem_opts = engine_options(mem_opts, f)  # memory under the engine's layout, as the steps are costed
-    if wl.isl:  # the prompt a prefill of one request holds, where the workload names it
+    if wl.kind == "prefill" and f.prefill_budget_set:  # every prompt at once (figures.step_plan), as its command
+        mem_opts = workload_options(mem_opts, wl.seq_len, step_prompts=wl.batch)
+    elif wl.isl:  # the prompt a prefill of one request holds, where the workload names it
         mem_opts = workload_options(mem_opts, wl.isl)
     memory = memory_per_rank(model, hw, pc, prec, wl.sequences, wl.context_len, mem_opts, mtp_layers=wl.mtp)
     cap = (kv_capacity_per_replica(model, hw, pc, prec, wl.context_len, mem_opts, wl.mtp)

@@ -20,6 +20,15 @@ def _memory(cand: Candidate):
     return cand.planned.estimate.memory if cand.planned.estimate is not None else None
 
 
+def _prefill_tokens(cand: Candidate, scenario: Scenario) -> int:
+    """One attention replica's tokens in a prefill-only step: its share of the prompts, each its uncached tokens
+    (Workload.prompt_tokens), all priced as one step (estimate.figures: every prompt of a replica at once)."""
+    from solver.estimate.workload import Workload
+    from solver.plan.disagg import prompts_per_replica
+
+    return prompts_per_replica(cand.planned) * Workload.for_scenario(scenario, 1).prompt_tokens[0]
+
+
 def candidate_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, cand: Candidate, scenario: Scenario,
                      weight_dtype: str | None = None, moe_weight_dtype: str | None = None,
                      kv_dtype: str | None = None) -> dict[str, Any]:
@@ -27,7 +36,8 @@ def candidate_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, cand:
     disagreement the round-trip test guards against, shown rather than hidden)."""
     inputs = LaunchInputs(batch=cand.planned.batch, max_model_len=model_len(scenario.phase, scenario.max_seq_len),
                           mtp=scenario.mtp, weight_dtype=weight_dtype, moe_weight_dtype=moe_weight_dtype,
-                          kv_dtype=kv_dtype, memory=_memory(cand))
+                          kv_dtype=kv_dtype, memory=_memory(cand),
+                          prefill_tokens=_prefill_tokens(cand, scenario) if scenario.phase == "prefill" else 0)
     try:
         return emit_launch(fw, model, hw, cand.planned.config, inputs)
     except InputError as exc:
@@ -37,19 +47,23 @@ def candidate_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, cand:
 def pool_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, cand: Candidate, role: str,
                 max_model_len: int, mtp: int = 0, weight_dtype: str | None = None,
                 moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
-                pools: Mapping[str, ParallelConfig] | None = None) -> dict[str, Any]:
+                pools: Mapping[str, ParallelConfig] | None = None, scenario: Scenario | None = None
+                ) -> dict[str, Any]:
     """The command of one worker of a disaggregated pool (`role` prefill or decode): the pool's parallel_config
     and batch, with the profile's launch.disagg role and KV-transfer flags (`pools`: both pools' configs by
     role, for a transfer told both layouts); {"error": line} as candidate_launch.
     A prefill worker's running-request cap is the prompts all its attention replicas take in one step, as the
-    estimate prices it (plan.disagg.prompts_per_replica: the same share on every replica)."""
+    estimate prices it (plan.disagg.prompts_per_replica: the same share on every replica), and its token budget
+    holds them (`scenario`: the prompt's tokens; launch.emit.step_budget)."""
     from solver.plan.disagg import prompts_per_replica
 
-    batch = cand.planned.batch
+    batch, tokens = cand.planned.batch, 0
     if role == "prefill":
         batch = prompts_per_replica(cand.planned) * cand.planned.config.attn_replicas
+        tokens = _prefill_tokens(cand, scenario) if scenario is not None else 0
     inputs = LaunchInputs(batch=batch, max_model_len=max_model_len, mtp=mtp, weight_dtype=weight_dtype,
-                          moe_weight_dtype=moe_weight_dtype, kv_dtype=kv_dtype, memory=_memory(cand))
+                          moe_weight_dtype=moe_weight_dtype, kv_dtype=kv_dtype, memory=_memory(cand),
+                          prefill_tokens=tokens)
     try:
         return emit_launch(fw, model, hw, cand.planned.config, inputs, role=role, pools=pools)
     except InputError as exc:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import yaml
 
 from solver.errors import InputError
+from solver.estimate.closed_loop import synced_ranks
 from solver.specs.context import derived_context
 from solver.specs.dtypes import number_format
 from solver.specs.framework import FrameworkProfile
@@ -72,6 +73,9 @@ class LaunchInputs:
     # False: the memory shares and pool (PLAN_MEMORY_NAMES) left at 0 and unchecked, for a caller that compares
     # only the parallel flags (launch.read_command's first pass over many configurations); the rest as emitted
     with_memory: bool = True
+    # a prefill-only worker's tokens in one step of one attention replica, as its estimate prices the step (all its
+    # prompts at once, their uncached tokens: estimate.figures, estimate.disagg); 0: not one (step_budget)
+    prefill_tokens: int = 0
 
 
 def model_len(phase: str, longest: int) -> int:
@@ -79,6 +83,16 @@ def model_len(phase: str, longest: int) -> int:
     prefill-only deployment's prompt) is `longest`: a prefill-only instance still emits one token per request
     (vLLM and SGLang refuse a request whose prompt plus requested tokens exceed it), so it gets prompt + 1."""
     return longest + 1 if phase == "prefill" else longest
+
+
+def step_budget(fw: FrameworkProfile, default: int, prefill_tokens: int, synced: int) -> int:
+    """The tokens per forward step a command gives one engine (the `token_budget` launch name): the profile's
+    default, raised for a prefill-only worker to its priced step (LaunchInputs.prefill_tokens, one attention
+    replica's), times the attention-DP ranks of one engine where the engine divides its budget over them (the
+    scheduler's budget_split_by_attention_dp; `synced`: closed_loop.synced_ranks), so each rank holds its prompts
+    in one step rather than the default's chunks."""
+    need = prefill_tokens * (synced if fw.scheduler.budget_split_by_attention_dp else 1)
+    return max(default, need)
 
 
 def _plan_memory(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelConfig,
@@ -419,7 +433,10 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         "replica_batch": int(compile_expr(REPLICA_BATCH, fw.group_products).evaluate(env)),
         "graph_cap": graph_cap_at(fw.serving.graph_max_batch, graph_cap_env(
             pc, hw.memory_gib, device_flags(hw.platform, hw.capability), model.num_experts)) or 0,
-        "token_budget": fw.scheduler.token_budget_for(f"{hw.name} {hw.description}", float(hw.memory_bytes)),
+        "token_budget": step_budget(fw, fw.scheduler.token_budget_for(f"{hw.name} {hw.description}",
+                                                                      float(hw.memory_bytes)),
+                                    inputs.prefill_tokens, synced_ranks(model, pc)),
+        "prefill_tokens": inputs.prefill_tokens,
         # one format for every linear layer: a quantization flag names one method, so a mixed checkpoint (its
         # routed experts in another format) carries its own and the flag is left out (the notes say so)
         "weight_dtype_set": inputs.weight_dtype is not None and inputs.moe_weight_dtype in (None, inputs.weight_dtype),

@@ -258,9 +258,13 @@ def plan_inputs(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int
     hw = as_launched(hw, fw, world)
     f = factors_for(hw, fw.efficiency_for(hw))
     # the tables, the full estimates and the memory checks all price the engine's layout (memory_options.engine_options)
-    # one request's prefill holds its prompt; a decode step runs its drafts (memory_options.workload_options)
+    # one request's prefill holds its prompt; a decode step runs its drafts; a prefill-only worker's forward holds
+    # every prompt of its step (memory_options.workload_options)
     return hw, f, workload_options(engine_options(mem_opts, f), scenario.isl,
-                                   scenario.mtp if model.num_mtp_layers else 0)
+                                   scenario.mtp if model.num_mtp_layers else 0,
+                                   # the most prompts a step may hold: a forward holds a replica's share
+                                   (scenario.concurrency or scenario.max_concurrency)
+                                   if scenario.phase == "prefill" and f.prefill_budget_set else None)
 
 
 def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int, scenario: Scenario,

@@ -458,6 +458,7 @@ class FrameworkProfile(BaseModel):
         rule = self.launch.step_budget_rule() if self.launch is not None else None
         if rule is not None:
             out["token_budget_rule"] = rule  # type: ignore[assignment]
+        out["prefill_budget_set"] = 1.0 if self.launch is not None and self.launch.sets_token_budget() else 0.0
         out.update({k: 1.0 if getattr(self, k) else 0.0 for k in LAYOUT_SWITCHES})
         out["dp_major_ranks"] = 1.0 if self.rank_order == "dp_major" else 0.0
         if self.indexer_logits_max_bytes is not None:

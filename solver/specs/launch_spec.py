@@ -38,7 +38,9 @@ LAUNCH_NAMES = POOL_NAMES | frozenset({
     "node_rank",         # this node's index (0 = head)
     "gpus_per_node",     # ranks on one node: min(world, ranks_per_node)
     "max_model_len",     # longest sequence the estimate assumed (prompt + output)
-    "token_budget",      # tokens per forward step the estimate assumed (the profile's scheduler default)
+    "token_budget",      # tokens per forward step the estimate assumed (the profile's scheduler default; a
+                         # prefill-only worker's: its step's prompts, launch.emit.step_budget)
+    "prefill_tokens",    # a prefill-only worker's tokens in one step of one attention replica (0: not one)
     "weight_dtype_set",  # the user chose a weight format (else the checkpoint's is served)
     "kv_dtype_set",      # the user chose a KV-cache format (else the engine's default, the model dtype)
     "prefill_role",      # disaggregated serving: 1 on a prefill-pool worker, 0 on a decode-pool worker
@@ -342,6 +344,13 @@ class LaunchSpec(BaseModel):
         """The command always sets the seed's `enable_online_split_weight` true: the runtime splits the checkpoint
         for whatever parallel_config it is given, so no weight conversion is bound to one (seed 003, Step 4)."""
         return any(a.key == ONLINE_SPLIT_KEY and a.value == "true" and a.when == "true" for a in self.args)
+
+    def sets_token_budget(self) -> bool:
+        """An argument gives the engine its token budget (reads `token_budget`): a prefill-only worker's command
+        then holds the step its estimate prices (launch.emit.step_budget)."""
+        from solver.specs.expr import compile_expr
+
+        return any(a.value is not None and "token_budget" in compile_expr(str(a.value)).names for a in self.args)
 
     def step_budget_rule(self) -> str | None:
         """The expression of the engine's tokens per forward step the command sets (the `step_budget` argument;
