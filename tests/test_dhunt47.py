@@ -35,8 +35,8 @@ def test_idle_cards_are_put_down_to_the_concurrency_cap_where_it_binds() -> None
 
 def test_check_says_a_pool_commands_role_flags_are_the_disaggregated_launchs_not_never_printed() -> None:
     """`check --command` on the decode pool's command `solve --serving disagg --format launch` prints (vLLM, NIXL):
-    --kv-transfer-config and VLLM_NIXL_SIDE_CHANNEL_HOST are named as the pool's role and KV transfer, with the
-    estimate said to be of one aggregated server; not 'the vllm launch never prints them'."""
+    --kv-transfer-config and VLLM_NIXL_SIDE_CHANNEL_HOST are named as the pool's role and KV transfer (read as the
+    decode pool's since poolcmd47), not 'the vllm launch never prints them'."""
     import json
     import shlex
 
@@ -54,9 +54,8 @@ def test_check_says_a_pool_commands_role_flags_are_the_disaggregated_launchs_not
     res = CliRunner().invoke(main, ["check", "--command", cmd, "--model", "qwen3-30b-a3b", "--hardware",
                                     "h200_sxm", "--isl", "2048", "--osl", "1024"], terminal_width=400)
     text = " ".join(res.output.split())
-    assert ("not read (a disaggregated pool's role and KV transfer, as `solve --serving disagg` prints them; the "
-            "estimate is of this command as one aggregated server") in text, text
-    assert "--kv-transfer-config" in text and "never prints them" not in text
+    assert "read as a decode pool's worker (--kv-transfer-config kv_role kv_consumer; its KV transfer: " in text, text
+    assert "VLLM_NIXL_SIDE_CHANNEL_HOST" in text and "never prints them" not in text
 
 
 def test_a_pipeline_stage_hands_over_only_its_own_layers_kv() -> None:

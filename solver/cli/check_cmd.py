@@ -39,7 +39,7 @@ def check_cmd(config, command, model, hardware, cards, framework, candidate, isl
 
     read = None
     if command is not None:
-        from solver.launch.check_command import GIVEN_AS, command_deployment
+        from solver.launch.check_command import GIVEN_AS, command_deployment, pool_settings_notes
 
         if config is not None or candidate is not None:
             raise InputError("--command", f"reads the command instead of {config or '--candidate'}: give one")
@@ -49,6 +49,9 @@ def check_cmd(config, command, model, hardware, cards, framework, candidate, isl
                                        weight_dtype, moe_weight_dtype, kv_dtype)
         model, world = read.model, read.world
         res = check_deployment(dep, model, hardware, world, read.framework, None, GIVEN_AS)
+        if read.role is not None and read.role.role is not None:  # compared with its pool's launch, at its memory
+            est = res.review.estimate
+            read.notes += pool_settings_notes(read, dep, hardware, isl, osl, est.memory if est else None)
     else:
         if config is None:
             raise InputError("CONFIG", "missing: give a deployment file, or --command with the engine command")
@@ -102,30 +105,18 @@ def _print_read(con, read) -> None:
     if read.site:
         con.print("  read as the site's (compared with nothing): "
                   + ", ".join(f"{k} {v}" if v != "true" else k for k, v in read.site.items()))
-    role = disagg_names(read.framework)
-    pooled = [n for n in read.not_read if n in role]
-    if pooled:  # the disaggregated launch prints them: the estimate below is not the pool's
-        con.print(f"  not read (a disaggregated pool's role and KV transfer, as `solve --serving disagg` prints them; "
-                  f"the estimate is of this command as one aggregated server, prefill and decode on its ranks): "
-                  f"{', '.join(pooled)}")
-    rest = [n for n in read.not_read if n not in role]
-    if rest:
-        con.print(f"  not read (the {read.framework} launch never prints them): {', '.join(rest)}")
+    if read.role is not None and read.role.role is not None:
+        transfer = [n for n in read.pool_flags if n != read.role.setting]
+        con.print(f"  read as a {read.role.role} pool's worker ({read.role.said}"
+                  + (f"; its KV transfer: {', '.join(transfer)}" if transfer else "") + "): checked as that pool")
+    elif read.pool_flags:  # the disaggregated launch prints them, but no role is read: the estimate is not a pool's
+        con.print(f"  not read (a disaggregated pool's role and KV transfer, as `solve --serving disagg` prints them, "
+                  f"without a role the profile maps; the estimate is of this command as one aggregated server, "
+                  f"prefill and decode on its ranks): {', '.join(read.pool_flags)}")
+    if read.not_read:
+        con.print(f"  not read (the {read.framework} launch never prints them): {', '.join(read.not_read)}")
     for n in read.notes:
         con.print(f"  command: {n}")
-
-
-def disagg_names(framework: str) -> set[str]:
-    """The flags, documents' flags and variables a pool's worker adds to the engine's command (the profile's
-    launch.disagg block): a command read back carries them, though the aggregated launch never prints them."""
-    from solver.specs.framework import load_framework
-
-    launch = load_framework(framework).launch
-    block = launch.disagg if launch else None
-    if block is None:
-        return set()
-    return ({a.flag or a.env for a in block.args if a.flag or a.env}
-            | {d.flag for d in block.documents.values() if d.flag})
 
 
 def _check_file(config, model, hardware, cards, framework, candidate):

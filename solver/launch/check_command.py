@@ -1,6 +1,13 @@
 """`check --command`: the command read back (read_command), the workload it implies completed by the user's flags,
 as the deployment the review of a file gets (one_config.check_deployment, which the caller runs), and the settings
-the command gives that differ from what the launch of the configuration prints at that workload, said beside it."""
+the command gives that differ from what the launch of the configuration prints at that workload, said beside it.
+
+A disaggregated pool's worker (its role read back: command_role) is checked as that phase's worker, as `solve
+--serving disagg` plans each pool (plan.disagg_pools.phase_scenario): a decode worker as decode steps of its
+running requests at ISL + OSL/2, a prefill worker as one step of the prompts it takes at once, both with the memory
+of that phase; its settings are compared with its pool's launch (pool_settings_notes). The deployment's TTFT (the
+prefill queue, the KV transfer, the first decode step) needs the other pool's plan, which one command does not
+give: a note says so."""
 from __future__ import annotations
 
 from typing import Any
@@ -11,13 +18,16 @@ from solver.launch.read_command import CommandReading, read_command, spells_dept
 
 
 def _settings_notes(r: CommandReading, hardware: str, isl: int, osl: int, concurrency: int, mtp: int,
-                    formats: dict[str, str | None]) -> list[str]:
+                    formats: dict[str, str | None], memory: Any = None) -> list[str]:
     """One line per setting (a non-parallel argument of the profile) the command gives otherwise than the launch
     of its configuration at this workload and number formats (`formats`: LaunchInputs' weight_dtype,
-    moe_weight_dtype, kv_dtype, as the check estimates them), or leaves out where the launch sets it."""
+    moe_weight_dtype, kv_dtype, as the check estimates them), or leaves out where the launch sets it. A pool's
+    worker is compared with its pool's launch (candidates.pool_launch): its role's arguments, a prefill worker's
+    budget for the prompts of its step, and `memory`, the phase estimate's memory of one rank, as the plan's."""
+    from solver.launch.command_reading import all_args, site_flags
     from solver.launch.emit import LaunchInputs, emit_launch, model_len
-    from solver.launch.command_reading import site_flags
-    from solver.launch.read_command import is_parallel
+    from solver.launch.read_command import is_parallel, pool_stand_in
+    from solver.specs.launch_spec import POOL_NAMES, pool_role
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
@@ -25,17 +35,24 @@ def _settings_notes(r: CommandReading, hardware: str, isl: int, osl: int, concur
 
     fw, hw, spec = load_framework(r.framework), load_hardware(hardware), load_model(r.model)
     pc = ParallelConfig(world_size=r.world, **r.parallel_config)
+    phase = r.role.role if r.role is not None else None
+    # a prefill worker's step: its replica's share of the prompts, each ISL tokens (candidates._prefill_tokens)
+    tokens = -(-concurrency // pc.attn_replicas) * isl if phase == "prefill" else 0
     try:
         launch = emit_launch(fw, spec, hw, pc, LaunchInputs(batch=concurrency, mtp=mtp,
                                                             max_model_len=model_len("serving", isl + osl),
-                                                            **formats))
+                                                            memory=memory, prefill_tokens=tokens, **formats),
+                             phase, pool_stand_in(fw, phase, pc))
     except InputError as exc:
         return [f"the launch of this configuration at this workload: {exc}"]
     printed = launch_reading(fw, launch).values
     out = []
-    for arg in fw.launch.args if fw.launch else ():
+    args = all_args(fw) if phase is not None else (fw.launch.args if fw.launch else ())
+    other = {n for n in POOL_NAMES if pool_role(n) != phase}  # the other pool's sizes: its command's, not this one's
+    for arg in args:
         slot = slot_of(fw, arg)
-        if slot is None or is_parallel(fw, arg) or slot not in printed and slot not in r.given \
+        reads_other = arg.value_expr is not None and arg.value_expr.names & other
+        if slot is None or is_parallel(fw, arg) or reads_other or slot not in printed and slot not in r.given \
                 or slot[0] == "flag" and slot[1] in site_flags(fw) \
                 or "{model_path}" in (arg.text or ""):  # the site's, compared with nothing; the model, read
             continue
@@ -79,6 +96,7 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
                                   f"{'' if r.mtp else ' (it sets no draft tokens)'}: leave --mtp out to check the "
                                   "command's depth, or change the command")
     depth = mtp if mtp is not None else r.mtp or 0
+    phase = r.role.role if r.role is not None else None
     if r.max_model_len is not None and isl + osl > r.max_model_len:  # type: ignore[operator]
         r.notes.append(f"ISL + OSL = {isl + osl:,} exceeds the command's maximum model length "  # type: ignore[operator]
                        f"{r.max_model_len:,}: the engine refuses such requests")
@@ -86,20 +104,47 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
         r.notes.append(f"concurrency {concurrency:,} exceeds the {r.concurrency_cap:,} requests the command's cap "
                        "runs at once: the rest wait")
     # the launch compared with is sized at the formats the check estimates (an int8 model path's pool, not the
-    # checkpoint's own format's)
-    r.notes += _settings_notes(r, hardware, isl, osl, concurrency, depth,  # type: ignore[arg-type]
-                               {"weight_dtype": weight_dtype, "moe_weight_dtype": moe_weight_dtype,
-                                "kv_dtype": kv_dtype})
+    # checkpoint's own format's); a pool's, at the memory its phase estimate gives (pool_settings_notes, after it)
+    if phase is None:
+        r.notes += _settings_notes(r, hardware, isl, osl, concurrency, depth,  # type: ignore[arg-type]
+                                   {"weight_dtype": weight_dtype, "moe_weight_dtype": moe_weight_dtype,
+                                    "kv_dtype": kv_dtype})
+    else:
+        r.notes.append(_pool_note(r, phase, concurrency))
     unsaid = [flag for flag, v in (("--weight-dtype", weight_dtype), ("--kv-dtype", kv_dtype)) if v is None]
     if unsaid:
         r.notes.append(f"{' and '.join(unsaid)} not given: read as the checkpoint's own format where the device runs "
                        f"it; give {'them' if len(unsaid) > 1 else 'it'} for a checkpoint stored in another (an int8 or fp8 "
                        "model path)")
+    # a pool's worker: its phase's workload, as plan.disagg_pools.phase_scenario plans the pool
+    workload = (WorkloadSpec(isl=isl, osl=osl, concurrency=concurrency) if phase is None else
+                WorkloadSpec(phase="decode", batch=concurrency, isl=isl, osl=osl) if phase == "decode" else
+                WorkloadSpec(phase="prefill", batch=concurrency, seq_len=isl))
     dep = Deployment(model=r.model, hardware=hardware, framework=r.framework, world_size=r.world,
                      parallel_config=r.parallel_config, mtp=depth,
                      quant=QuantSpecIn(weights=weight_dtype, moe_weights=moe_weight_dtype, kv_cache=kv_dtype),
-                     workload=WorkloadSpec(isl=isl, osl=osl, concurrency=concurrency))
+                     workload=workload)
     return r, dep
+
+
+def _pool_note(r: CommandReading, phase: str, concurrency: int) -> str:
+    """What a pool worker's check estimates, and what it leaves to the deployment's."""
+    said = r.role.said if r.role is not None else phase
+    what = (f"one step of {concurrency:,} prompt(s) of ISL tokens (the prompts its cap takes at once), its TTFT that "
+            "step alone" if phase == "prefill" else
+            f"decode steps of {concurrency:,} running request(s) at ISL + OSL/2, its TPOT the decode pool's")
+    return (f"{said}: checked as a {phase} pool's worker, as `solve --serving disagg` plans the pool: {what}; the "
+            "deployment's TTFT (the prefill queue, the KV transfer, the first decode step) needs the other pool's "
+            "plan, which this command does not give")
+
+
+def pool_settings_notes(r: CommandReading, dep: Any, hardware: str, isl: int, osl: int, memory: Any) -> list[str]:
+    """A pool worker's settings compared with its pool's launch at the checked workload (its pool's model length
+    ISL + OSL, as the plan's), sized at `memory` (the phase estimate's memory of one rank, which the plan's pool
+    launch reads: candidates.pool_launch)."""
+    return _settings_notes(r, hardware, isl, osl, dep.workload.batch, dep.mtp,
+                           {"weight_dtype": dep.quant.weights, "moe_weight_dtype": dep.quant.moe_weights,
+                            "kv_dtype": dep.quant.kv_cache}, memory)
 
 
 # the flags check_deployment names where a refusal is about the model, hardware or engine a command gave

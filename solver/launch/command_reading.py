@@ -27,6 +27,19 @@ def dashed(token: str) -> str:
     return head.replace("_", "-") + dot + tail + eq + value
 
 
+def all_args(fw: FrameworkProfile) -> list[LaunchArg]:
+    """The launch's arguments and those a disaggregated pool's worker adds (launch.disagg): a command is read
+    against both, so a pool's role and KV transfer are read as the launch prints them."""
+    spec = fw.launch
+    return [*(spec.args if spec else ()), *(spec.disagg.args if spec and spec.disagg else ())]
+
+
+def all_documents(fw: FrameworkProfile) -> dict[str, Any]:
+    """The launch's documents and a pool worker's (launch.disagg.documents: vLLM's --kv-transfer-config JSON)."""
+    spec = fw.launch
+    return {**(spec.documents if spec else {}), **(spec.disagg.documents if spec and spec.disagg else {})}
+
+
 def site_flags(fw: FrameworkProfile) -> set[str]:
     """The flags whose value is the site's (launch.site_flags): read, compared with nothing."""
     return set(fw.launch.site_flags) if fw.launch else set()
@@ -40,10 +53,10 @@ def flag_kinds(fw: FrameworkProfile) -> tuple[set[str], set[str]]:
     record = engine_flags().get(fw.name, {}).get("flags", {})
     switches = {f for f, s in record.items() if s["kind"] != "value"}
     valued = {f for f, s in record.items() if s["kind"] == "value"}
-    args = fw.launch.args if fw.launch else []
+    args = all_args(fw)
     switches |= {a.flag for a in args if a.switch and a.flag}
     valued |= {a.flag for a in args if not a.switch and a.flag and a.doc is None}
-    valued |= {d.flag for d in (fw.launch.documents.values() if fw.launch else ()) if d.flag}
+    valued |= {d.flag for d in all_documents(fw).values() if d.flag}
     return switches, valued
 
 
@@ -127,7 +140,7 @@ def reading(fw: FrameworkProfile, parsed: ParsedArgv, env: dict[str, str], files
     for name, v in env.items():
         out.values[("env", name)] = v
     docs: dict[str, dict] = {}
-    for name, d in (spec.documents.items() if spec else ()):
+    for name, d in all_documents(fw).items():
         text = None
         if d.file is None:
             raw = flags.get(d.flag or "")
@@ -154,7 +167,7 @@ def reading(fw: FrameworkProfile, parsed: ParsedArgv, env: dict[str, str], files
             raise InputError("--command", f"{d.flag or d.file}: does not parse as {d.format} ({exc})") from None
         docs[name] = doc if isinstance(doc, dict) else {}
         out.documents.add(name)
-    for arg in (spec.args if spec else ()):
+    for arg in all_args(fw):
         if arg.doc is not None and arg.doc in docs:
             v = _dotted(docs[arg.doc], arg.key or "")
             if v is not None:
@@ -175,6 +188,6 @@ def launch_reading(fw: FrameworkProfile, launch: dict[str, Any]) -> Reading:
 def slot_name(slot: Slot, fw: FrameworkProfile) -> str:
     """The slot as a command writes it: the flag, the variable, or the document's flag (or file) and key."""
     if slot[0] == "doc":
-        d = fw.launch.documents[slot[1]] if fw.launch else None
+        d = all_documents(fw).get(slot[1])
         return f"{(d.flag or d.file) if d else slot[1]} {slot[2]}"
     return slot[1]

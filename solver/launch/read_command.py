@@ -25,6 +25,7 @@ from solver.launch.command_engine import find_engine, program, run_of
 from solver.launch.command_model import model_token, resolve_model
 from solver.launch.command_reading import (Reading, Slot, dashed, flag_kinds, launch_reading, reading, site_flags,
                                            slot_name, slot_of)
+from solver.launch.command_role import PoolRole, pool_settings, pool_slots, read_role
 from solver.launch.command_text import CommandText, parse_argv, read_text
 from solver.launch.emit import LaunchInputs, emit_launch
 from solver.specs.framework import FrameworkProfile
@@ -33,6 +34,7 @@ from solver.specs.knobs import DERIVED_NAMES, FOLLOWS, KNOBS, SETTINGS
 from solver.specs.launch_spec import PLAN_MEMORY_NAMES, REPLICA_BATCH, LaunchArg
 from solver.specs.limits import MAX_CARDS
 from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig
 
 # what an argument reads that is the workload's or the node's, not the parallel configuration's: an argument
 # reading one of them is a setting (read back or reported), never a parallel flag the configuration is matched on
@@ -100,10 +102,18 @@ class CommandReading:
     site: dict[str, str] = field(default_factory=dict)  # the site's flags (launch.site_flags), as given
     notes: list[str] = field(default_factory=list)
     given: dict[Slot, str] = field(default_factory=dict, repr=False)  # every slot the command sets
+    # a disaggregated pool's worker: the role read back (command_role), and the pool's flags the command gives
+    # (its role and KV transfer: launch.disagg), read where the role is, else named as not read
+    role: PoolRole | None = None
+    pool_flags: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"engine": self.framework, "model": self.model, "world_size": self.world,
                                "parallel_config": self.parallel_config, "read": self.read}
+        if self.role is not None and self.role.role is not None:
+            out["pool_role"] = self.role.role
+        elif self.pool_flags:
+            out["pool_flags_not_read"] = self.pool_flags
         if self.also:
             out["also_printed_by"] = self.also
         for key in ("concurrency_cap", "max_model_len", "mtp"):
@@ -154,7 +164,6 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
     """The command `text` read back (module docstring); InputError naming what cannot be read."""
     from solver.launch.config_search import admitted
     from solver.launch.engine_flags import argv_problems, engine_flags
-    from solver.specs.parallel import ParallelConfig
     from solver.specs.scenario import Scenario
 
     cmd: CommandText = read_text(text)
@@ -184,7 +193,13 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
     name, spec = resolve_model(model_token(fw, user, run, notes), model)
     # a flag given at the engine's own default (`-tp 1`) is the flag left out, which is how the launch prints it
     default = {slot_of(fw, a): str(a.default) for a in args if a.default is not None}
-    printed = {slot_of(fw, a) for a in args} | {("flag", d.flag) for d in fw.launch.documents.values() if d.flag}
+    pooled = pool_slots(fw)  # a pool worker's role and KV transfer: read as its role below, never "not printed"
+    printed = {slot_of(fw, a) for a in args} | {("flag", d.flag) for d in fw.launch.documents.values() if d.flag} \
+        | pooled
+    role = read_role(fw, user)
+    phase = role.role if role is not None else None
+    if role is not None and phase is None:
+        notes.append(f"{role.said}: {role.why}: read as one aggregated server")
     site = {s[1]: user.values[s] for s in user.values if s[0] == "flag" and s[1] in site_flags(fw)}
     model_flag = fw.launch.model_flag if fw.launch else None
     not_read = [slot_name(s, fw) for s in user.values if s not in printed
@@ -221,8 +236,8 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
                 if all(s[0] == "doc" and s not in user.values and s not in default for s in differ):
                     unset.update(differ)
                 continue
-            try:
-                emit_launch(fw, spec, hw, pc, inputs)
+            try:  # as its pool's worker where the command names its role: the transfer's rules for that role apply
+                emit_launch(fw, spec, hw, pc, inputs, phase, pool_stand_in(fw, phase, pc))
             except InputError as exc:
                 refused.append(f"world size {world}: {exc.problem}")
                 continue
@@ -267,8 +282,22 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
         elif reads & {"batch", "replica_batch"} and not reads & (NOT_PARALLEL - {"batch", "replica_batch"}):
             cap = _cap(fw, spec, hw, pc, world, arg, int(float(raw)), mtp_read) or cap
     order = [*KNOBS, *SETTINGS]
+    # its role and KV transfer as written: a document's keys, not the flag that carries them
+    pool_flags = [slot_name(s, fw) for s in user.values if s in pool_settings(fw)]
     return CommandReading(fw.name, name, world, {k: cfg[k] for k in order}, [{k: c[k] for k in order} for c in others],
-                          cap, read_len, read_mtp, given, not_read, site, notes, dict(user.values))
+                          cap, read_len, read_mtp, given, not_read, site, notes, dict(user.values), role, pool_flags)
+
+
+def pool_stand_in(fw: FrameworkProfile, role: str | None, pc: ParallelConfig) -> dict[str, ParallelConfig] | None:
+    """The pools a `role` worker's launch is emitted with: where its KV transfer names the other pool's sizes
+    (vllm-ascend's kv_connector_extra_config), this pool's config stands in for the other's, which its command
+    alone does not spell: the keys that read the other pool are compared with nothing (check_command)."""
+    from solver.specs.launch_spec import DISAGG_ROLES
+
+    block = fw.launch.disagg if fw.launch else None
+    if role is None or block is None or not block.pool_reads():
+        return None
+    return {r: pc for r in DISAGG_ROLES}
 
 
 def _documents_needed(fw: FrameworkProfile, user: Reading, parallel: set[Slot]) -> None:
