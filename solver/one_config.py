@@ -307,10 +307,10 @@ def memory_config(model: str, hardware: str, cards: int, knobs: dict[str, Any], 
     fw = load_framework(framework)
     notes = knob_rules(fw, spec, hw, pc, batch, mtp)
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
-    # the engine's KVP layout decides the attention weights' split
+    # the engine's KVP layout decides the attention weights' split, its step budget on the device the chunk
     opts = framework_options(fw, MemoryOptions(**{k: v for k, v in (("prefill_chunk", prefill_chunk),
                                                                     ("total_fraction", mem_fraction))
-                                                  if v is not None}))
+                                                  if v is not None}), hw)
     rep = memory_per_rank(spec, hw, pc, prec, batch, seq_len, opts, mtp_layers=mtp)
     best = max_batch(spec, hw, pc, prec, seq_len, opts, mtp_layers=mtp)
     # the options the report was sized under (the drafts' state pages), which its cache line describes

@@ -168,9 +168,10 @@ def test_a_renamed_engine_copy_carries_the_engines_calibration_only_with_fitted_
         load_framework(_write(tmp_path, "bad.yaml", _vllm_copy(name="my-vllm", fitted_as="vlm")))
 
 
-def test_a_copied_engine_with_another_token_budget_changes_the_budget_and_nothing_else(tmp_path):
+def test_a_copied_engine_with_another_token_budget_changes_the_budget_and_the_pool_it_leaves(tmp_path):
     """vLLM's budget on an 80 GiB card is its 70 GiB tier's 8192; the fork's tier says 16384. The efficiency
-    figures differ in token_budget alone, and the command in --max-num-batched-tokens alone."""
+    figures differ in token_budget alone, and the command in --max-num-batched-tokens and in the KV pool the
+    larger prefill chunk's activations leave (--kv-cache-memory-bytes, smaller) alone."""
     scheduler = {**_vllm_copy()["scheduler"], "token_budget_tiers": [{"min_memory_gib": 70, "tokens": 16384}]}
     path = _write(tmp_path, "fork.yaml", _vllm_copy(name="my-vllm", fitted_as="vllm", scheduler=scheduler))
     h100 = load_hardware("h100_sxm")
@@ -187,8 +188,9 @@ def test_a_copied_engine_with_another_token_budget_changes_the_budget_and_nothin
         assert res.exit_code == 0, res.output
         commands.append([line for line in res.stdout.splitlines() if line.startswith("vllm serve")][0].split())
     changed = [(a, b) for a, b in zip(*commands) if a != b]
-    assert changed == [("8192", "16384")]
+    assert changed[0] == ("8192", "16384") and len(changed) == 2 and int(changed[1][1]) < int(changed[1][0])
     assert commands[0][commands[0].index("8192") - 1] == "--max-num-batched-tokens"
+    assert commands[0][commands[0].index(changed[1][0]) - 1] == "--kv-cache-memory-bytes"
 
 
 def test_two_budget_tiers_at_one_memory_threshold_are_refused(tmp_path):

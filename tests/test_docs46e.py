@@ -59,10 +59,10 @@ def test_every_shardplan_option_the_docs_show_in_a_command_exists() -> None:
 
 
 def test_the_memory_options_help_gives_their_defaults() -> None:
-    # memory's --prefill-chunk defaults to the 8192-token budget and --mem-fraction to the seed's 0.95
-    from solver.estimate.memory_options import DEFAULT_PREFILL_CHUNK, TOTAL_FRACTION
+    # memory's --prefill-chunk defaults to the framework's step budget and --mem-fraction to the seed's 0.95
+    from solver.estimate.memory_options import TOTAL_FRACTION
 
     cmd = main.get_command(click.Context(main), "memory")
     helps = {p.opts[0]: p.help for p in cmd.params if isinstance(p, click.Option)}
-    assert f"(default {DEFAULT_PREFILL_CHUNK})" in helps["--prefill-chunk"]
+    assert "(default: the framework's step budget on the hardware" in helps["--prefill-chunk"]
     assert f"(default {TOTAL_FRACTION})" in helps["--mem-fraction"]

@@ -137,9 +137,10 @@ def test_a_split_deployment_still_wins_a_tie_by_fewer_copies(monkeypatch) -> Non
 
 def test_a_launch_without_the_plans_memory_prices_it_under_the_engines_layout() -> None:
     """SGLang's DCP splits the MLA latent cache over its TP ranks (FrameworkProfile.kvp_splits_attention_weights):
-    DeepSeek-R1 at attention TP1 x DCP4 on 4 B200, 256 requests of 2K/256, holds a quarter of each request's
-    cache per rank. The serving estimate prices that (engine_options); a launch that computes the memory itself
-    (no LaunchInputs.memory: a deployment file) must price the same, or it refuses a plan the planner fitted."""
+    DeepSeek-R1 at attention TP1 x DCP4 on 4 B200, 128 requests of 2K/256 (256 fitted at an 8,192-token chunk; SGLang's
+    budget there is 16,384, stop 47), holds a quarter of each request's cache per rank. The serving estimate prices
+    that (engine_options); a launch that computes the memory itself (no LaunchInputs.memory: a deployment file)
+    must price the same, or it refuses a plan the planner fitted."""
     from solver.estimate.factors import factors_for
     from solver.estimate.serving import Workload, estimate
     from solver.launch.emit import LaunchInputs, emit_launch
@@ -154,7 +155,7 @@ def test_a_launch_without_the_plans_memory_prices_it_under_the_engines_layout() 
                               lmhead_tp_size=4)
     prec = resolve_precision(model, hw)
     mem = estimate(model, hw, pc, prec, factors_for(hw, fw.efficiency_for(hw)),
-                   Workload("serving", isl=2048, osl=256, concurrency=256)).memory
+                   Workload("serving", isl=2048, osl=256, concurrency=128)).memory
     assert mem.feasible
-    launch = emit_launch(fw, model, hw, pc, LaunchInputs(batch=256, max_model_len=2304))
+    launch = emit_launch(fw, model, hw, pc, LaunchInputs(batch=128, max_model_len=2304))
     assert float(_flag(launch["nodes"][0]["argv"], "--mem-fraction-static")) == static_fraction(mem)

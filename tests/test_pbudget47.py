@@ -97,9 +97,9 @@ def test_a_prefill_only_forward_holds_every_prompt_of_its_step() -> None:
 
     base = MemoryOptions()
     one = workload_options(base, ISL, step_prompts=1)
-    assert prefill_chunk(one, ISL, 1) == ISL and prefill_chunk(workload_options(base, ISL), ISL, 1) == base.prefill_chunk
+    assert prefill_chunk(one, ISL, 1) == ISL and prefill_chunk(workload_options(base, ISL), ISL, 1) == base.token_budget
     four = workload_options(base, 1024, step_prompts=4)
-    assert four.prefill_chunk == base.prefill_chunk and prefill_chunk(four, 1024, 4) == 4096
+    assert four.prefill_chunk == base.token_budget and prefill_chunk(four, 1024, 4) == 4096
 
 
 def test_the_prefill_pools_memory_is_of_its_whole_step() -> None:

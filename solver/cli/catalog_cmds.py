@@ -106,7 +106,8 @@ def inspect_cmd(model: str, download: bool, fmt: str) -> None:
 @click.option("--seq-len", type=TOKENS, required=True, help="context tokens held per sequence")
 @click.option("--mtp", type=MTP, default=0, show_default=True, help="next-n (MTP) depth; 0 = off")
 @click.option("--prefill-chunk", type=TOKENS, default=None,
-              help="tokens per attention replica in one prefill step, which sizes the activations (default 8192)")
+              help="tokens per attention replica in one prefill step, which sizes the activations (default: the "
+                   "framework's step budget on the hardware, an attention-DP rank's share where it divides it)")
 @click.option("--mem-fraction", type=FRACTION, default=None,
               help="F of the limit min(F x capacity, capacity - reserve) (default 0.95)")
 @click.option("--framework", type=NAME, default=DEFAULT_FRAMEWORK, show_default=True,

@@ -95,7 +95,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     # layout, and with one request's prompt where the workload names it, so the share is the one solve prints
     # a prefill-only deployment runs each replica's prompts in one step (estimate.figures), its forward holds them
     # all and its token budget too (launch.emit.step_budget)
-    opts, tokens = framework_options(fw), 0
+    opts, tokens = framework_options(fw, hw=hw), 0
     if w.phase == "prefill":
         opts = workload_options(opts, max_len, step_prompts=batch if fw.launch is not None and fw.launch.sets_token_budget() else None)
         tokens = (-(-batch // pc.attn_replicas)  # a replica's share, rounded up

@@ -2,6 +2,7 @@
 chunk and at a decode step."""
 from __future__ import annotations
 
+from solver.estimate.closed_loop import synced_ranks
 from solver.estimate.memory_options import MemoryOptions
 from solver.specs.expr import compile_expr
 from solver.specs.layers.base import heads_split
@@ -56,10 +57,11 @@ def activation_per_rank(model: ModelSpec, pc: ParallelConfig, tokens: float,
     return max(activation_terms(model, pc, tokens, sequences, kvp_splits_weights).values())
 
 
-def prefill_chunk(opts: MemoryOptions, seq_len: int, seqs: float) -> float:
-    """Tokens of one prefill forward: the chunk, or all the prompts a rank holds when they are fewer (a prompt:
-    MemoryOptions.prompt_of, the request's tokens less its output)."""
-    return min(opts.prefill_chunk, max(opts.prompt_of(seq_len), 1) * max(seqs, 1))
+def prefill_chunk(opts: MemoryOptions, seq_len: int, seqs: float, synced: int = 1) -> float:
+    """Tokens of one prefill forward: the chunk (MemoryOptions.chunk_tokens: the engine's step budget, a share of
+    it over `synced` attention-DP ranks where the engine divides it), or all the prompts a rank holds when they
+    are fewer (a prompt: MemoryOptions.prompt_of, the request's tokens less its output)."""
+    return min(opts.chunk_tokens(synced), max(opts.prompt_of(seq_len), 1) * max(seqs, 1))
 
 
 def activation_peak_terms(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_len: int,
@@ -78,7 +80,7 @@ def activation_peak_of(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions
 
 def _peak_terms(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_len: int, seqs: float,
                 knobs: frozenset[str] | tuple[str, ...] | None) -> dict[str, float]:
-    chunk = prefill_chunk(opts, seq_len, seqs)
+    chunk = prefill_chunk(opts, seq_len, seqs, synced_ranks(model, pc))
     prompt = max(opts.prompt_of(seq_len), 1)
     cap, kvp_layout = opts.indexer_logits_max_bytes, opts.kvp_splits_attention_weights
     # a rank scores the indexer keys it holds: KVP splits them as the cache does, unless the engine keeps every

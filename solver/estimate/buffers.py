@@ -11,8 +11,10 @@ COMM_BUFFER_BYTES = 375 * 2**20
 
 
 def staging_tokens(opts: MemoryOptions, pc: ParallelConfig, seq_len: int, seqs: float) -> float:
-    """Tokens a rank stages for the EP all-to-all: its share of a prefill chunk, or its decode sequences."""
-    return max(prefill_chunk(opts, seq_len, seqs) / pc.token_shards, seqs)
+    """Tokens a rank stages for the EP all-to-all: its share of a prefill chunk, or its decode sequences. Only a
+    MoE model stages (ep_staging_bytes), and its attention-DP ranks step together (closed_loop.synced_ranks: all
+    of them), so the chunk is their share of the budget where the engine divides it."""
+    return max(prefill_chunk(opts, seq_len, seqs, pc.attn_replicas) / pc.token_shards, seqs)
 
 
 def ep_staging_bytes(model: ModelSpec, pc: ParallelConfig, tokens_per_rank: float) -> float:

@@ -18,15 +18,19 @@ from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET
 
 TOTAL_FRACTION = 0.95  # seed 3.4: total memory > capacity x 0.95 -> increase parallelism or reduce batch
 WEIGHTS_KV_FRACTION = 0.8  # seed 3.2: parameters + KV close to capacity x 0.8 -> tight
-# Default tokens per attention replica in one prefill forward: the chunked-prefill default token budget
-DEFAULT_PREFILL_CHUNK = DEFAULT_TOKEN_BUDGET
 
 
 @dataclass(frozen=True)
 class MemoryOptions:
     total_fraction: float = TOTAL_FRACTION
     weights_kv_fraction: float = WEIGHTS_KV_FRACTION
-    prefill_chunk: int = DEFAULT_PREFILL_CHUNK
+    # tokens of one prefill forward where the caller sets them (memory --prefill-chunk, a prefill-only worker's whole
+    # step: workload_options); None: the engine's own step budget below, an attention-DP rank's share of it
+    prefill_chunk: int | None = None
+    # the engine's default tokens per forward step on the device (FrameworkScheduler.token_budget_for, as Factors
+    # carry it: engine_options; framework_options given the device), and whether its attention-DP ranks split it
+    token_budget: int = DEFAULT_TOKEN_BUDGET
+    budget_split_by_attention_dp: bool = False
     # which knob splits the shared experts: frameworks differ (dense MLP TP vs the MoE module's TP)
     shared_experts_knob: str = "dense_tp_size"
     include_mtp: bool = False
@@ -63,6 +67,16 @@ class MemoryOptions:
     # mtp_layers): the decode step's rows
     decode_drafts: int = 0
 
+    def chunk_tokens(self, synced: int) -> int:
+        """Tokens of one prefill forward of an attention replica, where `synced` attention-DP ranks step together
+        (closed_loop.synced_ranks): the caller's chunk, else the engine's budget, its share where the engine
+        divides it over those ranks (workload.token_budget's rule)."""
+        if self.prefill_chunk is not None:
+            return self.prefill_chunk
+        if self.budget_split_by_attention_dp and synced > 1:
+            return max(1, self.token_budget // synced)
+        return self.token_budget
+
     def prompt_of(self, seq_len: int) -> int:
         """The prompt tokens of a request holding `seq_len` tokens: `prompt_tokens`, never above seq_len."""
         return seq_len if self.prompt_tokens is None else min(self.prompt_tokens, seq_len)
@@ -82,6 +96,9 @@ MEMORY_LAYOUT = ("kvp_splits_attention_weights", "cp_replicates_kv_cache", "inde
                  "kvp_replicates_indexer_keys", "indexer_decode_logits_unbounded")
 # the engine's amounts a memory estimate reads, the same way (None where the engine sets none)
 MEMORY_AMOUNTS = ("indexer_logits_max_bytes", "indexer_decode_logits_bound", "hybrid_state")
+# the engine's step budget on the device: Factors' fields of the same name (the profile's scheduler, its tier for
+# the device picked by FrameworkProfile.token_budget_on)
+MEMORY_BUDGET = ("token_budget", "budget_split_by_attention_dp")
 
 
 def engine_options(opts: MemoryOptions | None, f: Factors) -> MemoryOptions:
@@ -90,12 +107,18 @@ def engine_options(opts: MemoryOptions | None, f: Factors) -> MemoryOptions:
     return _with_layout(opts, f)
 
 
-def framework_options(fw: FrameworkProfile, opts: MemoryOptions | None = None) -> MemoryOptions:
+def framework_options(fw: FrameworkProfile, opts: MemoryOptions | None = None,
+                      hw: Hardware | None = None) -> MemoryOptions:
     """`opts` under the engine's layout read from its profile (the KVP split of attention weights, the CP cache
-    replication, the indexer keys' format and KVP replication): what engine_options gives from the engine's
-    factors, for a caller holding the profile alone (a launch, a memory answer), so that its memory is the
-    estimate's."""
-    return _with_layout(opts, fw)
+    replication, the indexer keys' format and KVP replication) and, given the device `hw`, its step budget there:
+    what engine_options gives from the engine's factors, for a caller holding the profile alone (a launch, a
+    memory answer), so that its memory is the estimate's."""
+    opts = _with_layout(opts, fw)
+    if hw is None:
+        return opts
+    budget = {"token_budget": fw.token_budget_on(hw),
+              "budget_split_by_attention_dp": fw.scheduler.budget_split_by_attention_dp}
+    return opts if all(getattr(opts, k) == v for k, v in budget.items()) else replace(opts, **budget)
 
 
 def _with_layout(opts: MemoryOptions | None, src: Factors | FrameworkProfile) -> MemoryOptions:
@@ -106,6 +129,8 @@ def _with_layout(opts: MemoryOptions | None, src: Factors | FrameworkProfile) ->
     layout.update({k: getattr(src, k) for k in MEMORY_AMOUNTS})
     if isinstance(src, Factors):  # the profile knows no device: the caller's (memory_per_rank: device_options) stays
         layout["device_flags"] = src.device_flags
+        layout["token_budget"] = src.token_budget or DEFAULT_TOKEN_BUDGET
+        layout["budget_split_by_attention_dp"] = bool(src.budget_split_by_attention_dp)
     if all(getattr(opts, k) == v for k, v in layout.items()):
         return opts
     return replace(opts, **layout)
@@ -123,9 +148,11 @@ def workload_options(opts: MemoryOptions, prompt_tokens: int, drafts: int | None
     `opts` has it): what a caller holding the workload passes on, so that the planner's tables and
     memory_per_rank size one prefill and one decode step. `step_prompts`: a prefill-only worker's prompts, which
     its estimate prices as one step (estimate.figures, estimate.disagg) and its command's token budget holds
-    (launch.emit.step_budget): a forward then holds all of them, past the default chunk."""
+    (launch.emit.step_budget): a forward then holds all of them, past the engine's budget (the command gives each
+    attention-DP rank the larger of the two where the engine divides it, so no share is taken)."""
     drafts = opts.decode_drafts if drafts is None else drafts
-    chunk = max(opts.prefill_chunk, step_prompts * prompt_tokens) if step_prompts else opts.prefill_chunk
+    chunk = (max(opts.prefill_chunk or opts.token_budget, step_prompts * prompt_tokens) if step_prompts
+             else opts.prefill_chunk)
     if opts.prompt_tokens == prompt_tokens and opts.decode_drafts == drafts and opts.prefill_chunk == chunk:
         return opts
     return replace(opts, prompt_tokens=prompt_tokens, decode_drafts=drafts, prefill_chunk=chunk)

@@ -106,7 +106,7 @@ def _plan_memory(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Paral
     from solver.specs.precision import resolve_precision
 
     prec = resolve_precision(model, hw, inputs.weight_dtype, inputs.moe_weight_dtype, inputs.kv_dtype)
-    return memory_per_rank(model, hw, pc, prec, inputs.batch, inputs.max_model_len, framework_options(fw),
+    return memory_per_rank(model, hw, pc, prec, inputs.batch, inputs.max_model_len, framework_options(fw, hw=hw),
                            mtp_layers=inputs.mtp)
 
 

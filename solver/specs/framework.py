@@ -427,6 +427,14 @@ class FrameworkProfile(BaseModel):
         None without a launch section): `launch` refuses it, so the planner does not plan it either."""
         return self.launch.kv_dtype_refusal(kv_dtype, self.name) if self.launch is not None else None
 
+    def token_budget_on(self, hardware: Hardware | str) -> int:
+        """The scheduler's default tokens per forward step on `hardware` (FrameworkScheduler.token_budget_for: by
+        its name and description, else its memory; a name the catalog does not know has neither)."""
+        dev = _catalog_device(hardware) if isinstance(hardware, str) else hardware
+        name = hardware if isinstance(hardware, str) else hardware.name
+        memory = float(dev.memory_bytes) if dev is not None else None
+        return self.scheduler.token_budget_for(f"{name} {dev.description if dev is not None else ''}", memory)
+
     def efficiency_for(self, hardware: Hardware | str) -> dict[str, float]:
         """Multipliers for the performance model on one hardware: the profile's own, times the fitted
         per-(framework, hardware) factors in `fitted/factors.yaml` (written by benchmarks/fit_efficiency.py).
@@ -437,9 +445,7 @@ class FrameworkProfile(BaseModel):
         # a name is looked up in the catalog; one it does not know has no memory, vendor or description
         dev = _catalog_device(hardware) if isinstance(hardware, str) else hardware
         name = hardware if isinstance(hardware, str) else hardware.name
-        memory = float(dev.memory_bytes) if dev is not None else None
         vendor = dev.vendor if dev is not None else ""
-        device_name = f"{name} {dev.description if dev is not None else ''}"
         self.check_vendor(name, vendor)
         base = self.efficiency
         out = {"gemm": base.gemm, "attention": base.attention, "hbm": base.hbm, "comm": base.comm,
@@ -452,7 +458,7 @@ class FrameworkProfile(BaseModel):
         shared = fitted_global(vendor, framework=fitted)
         device = hardware if isinstance(hardware, str) else hardware.fitted_name
         out = apply_fitted(out, pair_factors(fitted_factors(), shared, fitted, device))
-        out["token_budget"] = float(self.scheduler.token_budget_for(device_name, memory))
+        out["token_budget"] = float(self.token_budget_on(hardware))
         out["budget_split_by_attention_dp"] = 1.0 if self.scheduler.budget_split_by_attention_dp else 0.0
         # the budget the command sets, where it sets one: the estimate prices what the launched engine gets
         rule = self.launch.step_budget_rule() if self.launch is not None else None
