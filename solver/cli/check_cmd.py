@@ -25,7 +25,8 @@ from solver.report.render import console, dump
 @click.option("--isl", type=TOKENS, default=None, help="with --command: input tokens per request")
 @click.option("--osl", type=TOKENS, default=None, help="with --command: output tokens per request")
 @click.option("--concurrency", type=CONCURRENCY, default=None,
-              help="with --command: requests in flight (default: what the command's running-request cap admits)")
+              help="with --command: requests in flight; for a disaggregated prefill worker's command, the prompts of one "
+                   "step (default: what the command's running-request cap admits)")
 @click.option("--mtp", type=MTP, default=None, help="with --command: next-n (MTP) depth (default: the command's)")
 @dtype_options
 @format_option()
