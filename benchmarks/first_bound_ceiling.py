@@ -12,16 +12,12 @@ Run: python benchmarks/first_bound_ceiling.py [--worlds 128,1024] [--rounds 3]
 """
 from __future__ import annotations
 
-import argparse
 import math
 import statistics
-import time
 
-from solver.api import run_solve
-from solver.plan import cpsat, solve
-from solver.specs.scenario import Scenario
+from plan_case import ceiling_args, plan_once, warm_up
 
-SC = Scenario(kind="balanced", isl=4096, osl=256)
+from solver.plan import cpsat
 
 
 class Oracle:
@@ -58,20 +54,15 @@ class Oracle:
         P._first_bound, P._search, P._floor_drops = first_bound, search_, floor_drops
 
     def plan(self, world: int, skip: bool) -> tuple[float, str]:
-        solve.clear_cache()
         self.question, self.skip = 0, skip
-        c0 = time.process_time()
-        out = run_solve("deepseek-v3.2", "atlas_a3", world, SC, "generic", "int8", explain_binding=False)
-        return time.process_time() - c0, repr(out)
+        cpu, _, out = plan_once(world)
+        return cpu, repr(out)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--worlds", default="128,1024")
-    ap.add_argument("--rounds", type=int, default=3)
-    args = ap.parse_args()
+    args = ceiling_args()
     oracle = Oracle()
-    run_solve("deepseek-v3.2", "atlas_a3", 16, SC, "generic", "int8", explain_binding=False)  # warm-up
+    warm_up()
     for w in (int(x) for x in args.worlds.split(",")):
         oracle.recording, oracle.never = True, set()
         oracle.plan(w, skip=False)  # the estimator's memos for this world size

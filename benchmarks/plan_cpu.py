@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
-from solver.api import run_solve
-from solver.plan import solve
-from solver.specs.scenario import Scenario
+from plan_case import plan_once, warm_up
 
 
 def main() -> None:
@@ -23,16 +20,13 @@ def main() -> None:
     ap.add_argument("--worlds", default="16,128")
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
-    sc = Scenario(kind="balanced", isl=4096, osl=256)
-    run_solve("deepseek-v3.2", "atlas_a3", 16, sc, args.framework, "int8", explain_binding=False)  # warm-up
+    warm_up(args.framework)
     for w in (int(x) for x in args.worlds.split(",")):
         cpu, wall = [], []
         for _ in range(args.repeats):
-            solve.clear_cache()
-            c0, w0 = time.process_time(), time.perf_counter()
-            run_solve("deepseek-v3.2", "atlas_a3", w, sc, args.framework, "int8", explain_binding=False)
-            cpu.append(time.process_time() - c0)
-            wall.append(time.perf_counter() - w0)
+            c, t, _ = plan_once(w, args.framework)
+            cpu.append(c)
+            wall.append(t)
         # the first plan of a world size costs its ops; the later ones find them in the estimator's memos
         rest = cpu[1:] or cpu
         print(f"{args.framework} W={w} cpu_s {statistics.median(cpu):.2f} wall_s {statistics.median(wall):.2f} "

@@ -11,15 +11,11 @@ Run: python benchmarks/seed_ceiling.py [--worlds 128,1024] [--rounds 3]
 """
 from __future__ import annotations
 
-import argparse
 import statistics
-import time
 
-from solver.api import run_solve
-from solver.plan import cpsat, solve
-from solver.specs.scenario import Scenario
+from plan_case import ceiling_args, plan_once, warm_up
 
-SC = Scenario(kind="balanced", isl=4096, osl=256)
+from solver.plan import cpsat
 
 
 class Oracle:
@@ -65,22 +61,16 @@ class Oracle:
 
     def plan(self, world: int, perfect: bool) -> tuple[float, str, int, int]:
         """(CPU s, the answers' repr, layouts searched, CP-SAT solves) of one plan."""
-        solve.clear_cache()
         self.perfect, self.planners = perfect, []
-        c0 = time.process_time()
-        out = run_solve("deepseek-v3.2", "atlas_a3", world, SC, "generic", "int8", explain_binding=False)
-        cpu = time.process_time() - c0
+        cpu, _, out = plan_once(world)
         return (cpu, repr(out), sum(p.funnel["searched"] for p in self.planners),
                 sum(p.solves for p in self.planners))
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--worlds", default="128,1024")
-    ap.add_argument("--rounds", type=int, default=3)
-    args = ap.parse_args()
+    args = ceiling_args()
     oracle = Oracle()
-    run_solve("deepseek-v3.2", "atlas_a3", 16, SC, "generic", "int8", explain_binding=False)  # warm-up
+    warm_up()
     for w in (int(x) for x in args.worlds.split(",")):
         oracle.recording, oracle.answers, oracle.gaps = True, {}, []
         oracle.plan(w, perfect=False)  # the estimator's memos for this world size
