@@ -97,7 +97,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     # all and its token budget too (launch.emit.step_budget)
     opts, tokens = framework_options(fw, hw=hw), 0
     if w.phase == "prefill":
-        opts = workload_options(opts, max_len, step_prompts=batch if fw.launch is not None and fw.launch.sets_token_budget() else None)
+        opts = workload_options(opts, max_len, step_prompts=batch if fw.sets_token_budget() else None)
         tokens = (-(-batch // pc.attn_replicas)  # a replica's share, rounded up
                   * Workload("prefill", batch=batch, seq_len=max_len, prefix_hit=w.prefix_hit).prompt_tokens[0])
     elif w.isl:
