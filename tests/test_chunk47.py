@@ -60,7 +60,7 @@ def test_an_attention_dp_rank_sizes_its_share_of_a_divided_budget() -> None:
     vl = engine_options(None, factors_for(hw, load_framework("vllm").efficiency_for(hw)))
     assert prefill_chunk(sg, 32768, 64, synced_ranks(model, pc)) == 1024
     assert prefill_chunk(vl, 32768, 64, synced_ranks(model, pc)) == 8192
-    assert staging_tokens(sg, pc, 32768, 64) == 1024 / pc.token_shards
+    assert staging_tokens(model, sg, pc, 32768, 64) == 1024 / pc.token_shards
 
 
 def test_a_dense_models_replicas_keep_the_whole_budget() -> None:

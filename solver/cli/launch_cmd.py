@@ -52,6 +52,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     from solver.rank.review import hardware_placement, straddling_groups
     from solver.space.placement import as_launched
     from solver.specs.deployment import load_deployment
+    from solver.estimate.request_state import held_per_replica
     from solver.estimate.workload import Workload
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
@@ -97,8 +98,8 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     # all and its token budget too (launch.emit.step_budget)
     opts, tokens = framework_options(fw, hw=hw), 0
     if w.phase == "prefill":
-        opts = workload_options(opts, max_len, step_prompts=batch if fw.launch is not None and fw.launch.sets_token_budget() else None)
-        tokens = (-(-batch // pc.attn_replicas)  # a replica's share, rounded up
+        opts = workload_options(opts, max_len, step_prompts=batch if fw.sets_token_budget() else None)
+        tokens = (held_per_replica(batch, pc)  # the busiest replica's prompts
                   * Workload("prefill", batch=batch, seq_len=max_len, prefix_hit=w.prefix_hit).prompt_tokens[0])
     elif w.isl:
         opts = workload_options(opts, w.isl)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from solver.estimate.activations import prefill_chunk
+from solver.estimate.closed_loop import synced_ranks
 from solver.estimate.memory_options import MemoryOptions
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
@@ -10,11 +11,11 @@ from solver.specs.parallel import ParallelConfig
 COMM_BUFFER_BYTES = 375 * 2**20
 
 
-def staging_tokens(opts: MemoryOptions, pc: ParallelConfig, seq_len: int, seqs: float) -> float:
-    """Tokens a rank stages for the EP all-to-all: its share of a prefill chunk, or its decode sequences. Only a
-    MoE model stages (ep_staging_bytes), and its attention-DP ranks step together (closed_loop.synced_ranks: all
-    of them), so the chunk is their share of the budget where the engine divides it."""
-    return max(prefill_chunk(opts, seq_len, seqs, pc.attn_replicas) / pc.token_shards, seqs)
+def staging_tokens(model: ModelSpec, opts: MemoryOptions, pc: ParallelConfig, seq_len: int, seqs: float) -> float:
+    """Tokens a rank stages for the EP all-to-all: its share of a prefill chunk (of the budget shared by the
+    attention-DP ranks that step together, closed_loop.synced_ranks, where the engine divides it), or its decode
+    sequences."""
+    return max(prefill_chunk(opts, seq_len, seqs, synced_ranks(model, pc)) / pc.token_shards, seqs)
 
 
 def ep_staging_bytes(model: ModelSpec, pc: ParallelConfig, tokens_per_rank: float) -> float:

@@ -126,7 +126,7 @@ def memory_per_rank(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Pr
     state = state_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache,
                            kvp_splits_weights=opts.kvp_splits_attention_weights, layout=opts.cache_layout)
     act = activation_peak(model, pc, opts, seq_len, seqs)
-    comm = comm_buffers_per_rank(model, pc, staging_tokens(opts, pc, seq_len, seqs))
+    comm = comm_buffers_per_rank(model, pc, staging_tokens(model, opts, pc, seq_len, seqs))
     notes = list(prec.notes)
     return MemoryReport(
         weights_bytes=weights,

@@ -96,9 +96,6 @@ MEMORY_LAYOUT = ("kvp_splits_attention_weights", "cp_replicates_kv_cache", "inde
                  "kvp_replicates_indexer_keys", "indexer_decode_logits_unbounded")
 # the engine's amounts a memory estimate reads, the same way (None where the engine sets none)
 MEMORY_AMOUNTS = ("indexer_logits_max_bytes", "indexer_decode_logits_bound", "hybrid_state")
-# the engine's step budget on the device: Factors' fields of the same name (the profile's scheduler, its tier for
-# the device picked by FrameworkProfile.token_budget_on)
-MEMORY_BUDGET = ("token_budget", "budget_split_by_attention_dp")
 
 
 def engine_options(opts: MemoryOptions | None, f: Factors) -> MemoryOptions:

@@ -25,6 +25,7 @@ def _settings_notes(r: CommandReading, hardware: str, isl: int, osl: int, concur
     worker is compared with its pool's launch (candidates.pool_launch): its role's arguments, a prefill worker's
     budget for the prompts of its step, and `memory`, the phase estimate's memory of one rank, as the plan's."""
     from solver.launch.command_reading import all_args, site_flags
+    from solver.estimate.request_state import held_per_replica
     from solver.launch.emit import LaunchInputs, emit_launch, model_len
     from solver.launch.read_command import is_parallel, pool_stand_in
     from solver.specs.launch_spec import POOL_NAMES, pool_role
@@ -36,8 +37,8 @@ def _settings_notes(r: CommandReading, hardware: str, isl: int, osl: int, concur
     fw, hw, spec = load_framework(r.framework), load_hardware(hardware), load_model(r.model)
     pc = ParallelConfig(world_size=r.world, **r.parallel_config)
     phase = r.role.role if r.role is not None else None
-    # a prefill worker's step: its replica's share of the prompts, each ISL tokens (candidates._prefill_tokens)
-    tokens = -(-concurrency // pc.attn_replicas) * isl if phase == "prefill" else 0
+    # a prefill worker's step: its busiest replica's prompts, each ISL tokens (candidates._prefill_tokens)
+    tokens = held_per_replica(concurrency, pc) * isl if phase == "prefill" else 0
     try:
         launch = emit_launch(fw, spec, hw, pc, LaunchInputs(batch=concurrency, mtp=mtp,
                                                             max_model_len=model_len("serving", isl + osl),

@@ -433,9 +433,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         "replica_batch": int(compile_expr(REPLICA_BATCH, fw.group_products).evaluate(env)),
         "graph_cap": graph_cap_at(fw.serving.graph_max_batch, graph_cap_env(
             pc, hw.memory_gib, device_flags(hw.platform, hw.capability), model.num_experts)) or 0,
-        "token_budget": step_budget(fw, fw.scheduler.token_budget_for(f"{hw.name} {hw.description}",
-                                                                      float(hw.memory_bytes)),
-                                    inputs.prefill_tokens, synced_ranks(model, pc)),
+        "token_budget": step_budget(fw, fw.token_budget_on(hw), inputs.prefill_tokens, synced_ranks(model, pc)),
         "prefill_tokens": inputs.prefill_tokens,
         # one format for every linear layer: a quantization flag names one method, so a mixed checkpoint (its
         # routed experts in another format) carries its own and the flag is left out (the notes say so)

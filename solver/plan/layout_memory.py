@@ -136,7 +136,7 @@ class LayoutMemory:
                 if t is not None:
                     terms.setdefault(g, {})[j] = t
                 if g == "moe":
-                    staging[j] = ep_staging_bytes(model, pc, staging_tokens(opts, pc, seq_len, seqs))
+                    staging[j] = ep_staging_bytes(model, pc, staging_tokens(model, opts, pc, seq_len, seqs))
                 if any(v > 1 for v in comm_groups(pc)):
                     comm_open[g] = comm_open.get(g, ()) + (j,)
         limit = self.memory_limit_bytes - (self.const_memory_bytes if st is None else

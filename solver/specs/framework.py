@@ -427,6 +427,11 @@ class FrameworkProfile(BaseModel):
         None without a launch section): `launch` refuses it, so the planner does not plan it either."""
         return self.launch.kv_dtype_refusal(kv_dtype, self.name) if self.launch is not None else None
 
+    def sets_token_budget(self) -> bool:
+        """Its command gives the engine its token budget (LaunchSpec.sets_token_budget; no launch section: no
+        command), so a prefill-only worker's forward holds its whole priced step (Factors.prefill_budget_set)."""
+        return self.launch is not None and self.launch.sets_token_budget()
+
     def token_budget_on(self, hardware: Hardware | str) -> int:
         """The scheduler's default tokens per forward step on `hardware` (FrameworkScheduler.token_budget_for: by
         its name and description, else its memory; a name the catalog does not know has neither)."""
@@ -464,7 +469,7 @@ class FrameworkProfile(BaseModel):
         rule = self.launch.step_budget_rule() if self.launch is not None else None
         if rule is not None:
             out["token_budget_rule"] = rule  # type: ignore[assignment]
-        out["prefill_budget_set"] = 1.0 if self.launch is not None and self.launch.sets_token_budget() else 0.0
+        out["prefill_budget_set"] = 1.0 if self.sets_token_budget() else 0.0
         out.update({k: 1.0 if getattr(self, k) else 0.0 for k in LAYOUT_SWITCHES})
         out["dp_major_ranks"] = 1.0 if self.rank_order == "dp_major" else 0.0
         if self.indexer_logits_max_bytes is not None:
