@@ -30,3 +30,12 @@ def test_vllm_plans_no_decode_context_parallel_for_a_sliding_window_model() -> N
     r = CliRunner().invoke(main, ["solve", "gemma-4-31b", "--hardware", "h200_sxm", "--cards", "8", "--framework",
                                   "vllm", "--format", "launch", "--time-limit", "5"])
     assert r.exit_code == 0 and "# candidate 1" in r.stdout and "--decode-context-parallel-size" not in r.stdout
+
+
+def test_vllm_refuses_decode_context_parallel_beside_deepseek_v4s_raw_window() -> None:
+    """DeepSeek-V4's raw window is a SlidingWindowMLASpec (v1/attention/backends/mla/sparse_swa.py), a
+    SlidingWindowSpec: the same assertion."""
+    r = CliRunner().invoke(main, ["memory", "deepseek-v4-pro", "--hardware", "gb200", "--cards", "16", "--framework",
+                                  "vllm", "--attn-tp", "8", "--kvp", "2", "--dense-tp", "16", "--embed-tp", "16",
+                                  "--lmhead-tp", "16", "--batch", "8", "--seq-len", "8192"])
+    assert r.exit_code == 2 and "[C.dcp_no_sliding_window]" in r.stderr
