@@ -39,3 +39,12 @@ def test_vllm_refuses_decode_context_parallel_beside_deepseek_v4s_raw_window() -
                                   "vllm", "--attn-tp", "8", "--kvp", "2", "--dense-tp", "16", "--embed-tp", "16",
                                   "--lmhead-tp", "16", "--batch", "8", "--seq-len", "8192"])
     assert r.exit_code == 2 and "[C.dcp_no_sliding_window]" in r.stderr
+
+
+def test_vllm_ascend_refuses_decode_context_parallel_on_sliding_window_layers() -> None:
+    """The NPU platform keeps the hybrid KV cache manager, so the SlidingWindowSpec stays and vllm-ascend's patch
+    of its pool sizing asserts dcp == 1 (patch/platform/patch_async_swa_kv_lifetime.py:157-158)."""
+    r = CliRunner().invoke(main, ["memory", "gpt-oss-120b", "--hardware", "atlas_a3", "--cards", "16", "--framework",
+                                  "vllm-ascend", "--attn-tp", "8", "--kvp", "2", "--embed-tp", "16", "--lmhead-tp",
+                                  "16", "--moe-tp", "16", "--batch", "16", "--seq-len", "4352"])
+    assert r.exit_code == 2 and "[C.dcp_no_sliding_window]" in r.stderr
