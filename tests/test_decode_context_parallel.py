@@ -694,7 +694,9 @@ def test_the_planner_follows_the_engines_advice() -> None:
     assert all(p.config.kvp_size == 1 for p in result.front)
 
 
-@pytest.mark.parametrize("engine", ["atom", "vllm", "vllm-ascend"])
+# vllm and vllm-ascend are not among them: both refuse -dcp beside V4's raw sliding window
+# (C.dcp_no_sliding_window, tests/test_layers48.py)
+@pytest.mark.parametrize("engine", ["atom"])
 def test_decode_context_parallel_on_compressed_attention_draws_no_kv_head_advice(engine: str) -> None:
     """DeepSeek-V4's compressed attention has one KV head (config num_key_value_heads 1) replicated on every TP
     rank, so -dcp 8 inside TP 8 splits its cache 8 ways (the estimate's KV falls, 8 x MI355X, ISL 524,288: 120.87

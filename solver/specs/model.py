@@ -184,6 +184,14 @@ class ModelSpec:
         path for them refuses the split (a framework rule's has_recurrent_mixer)."""
         return tuple(dict.fromkeys(b.kind for b in self.blocks if b.role == "mixer" and b.scans_tokens))
 
+    @cached_property
+    def has_sliding_window(self) -> bool:
+        """A mixer keeps a sliding window of raw keys (a windowed Attention that is not chunked; DeepSeek-V4's
+        compressed attention beside its raw window): an engine whose cache for such a window has no split of the
+        sequence refuses one (a framework rule's has_sliding_window). Chunked windows (Llama-4) are not one."""
+        return any(b.role == "mixer" and getattr(b, "window", None) and not getattr(b, "chunked", False)
+                   for b in self.blocks)
+
     @property
     def attention_kind(self) -> AttentionKind:
         a = self._attention

@@ -22,7 +22,7 @@ DEPLOYMENT_NAMES = ("world", "batch", "mtp", "ranks_per_node", "afd", *DEVICE_FL
 # parallel_config settings that are not group sizes (parallel.SETTINGS): the redundant expert copies (EPLB)
 MODEL_NAMES = (
     "num_attention_heads", "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa", "has_csa", "is_moe",
-    "o_proj_dim", "has_recurrent_mixer",
+    "o_proj_dim", "has_recurrent_mixer", "has_sliding_window",
 )
 # Group sizes a rule or launch line reads by name, each the product of some knobs (FrameworkProfile.group_products):
 # tp_group_size, the engine's tensor-parallel size (its -tp: attention TP times the knobs it carves out of the TP
@@ -38,7 +38,7 @@ RULE_NAMES: frozenset[str] = frozenset((*KNOB_NAMES, *SETTINGS, *DERIVED_NAMES, 
                                         *GROUP_NAMES, *NAMED_EXPRESSIONS))
 # the rule names that are yes/no (a `when` or `require` may be one of them alone); the others are numbers
 RULE_FLAGS: frozenset[str] = frozenset(("has_mla", "has_dsa", "has_csa", "is_moe", "afd", "has_recurrent_mixer",
-                                        "ep_kernels", *DEVICE_FLAGS))
+                                        "has_sliding_window", "ep_kernels", *DEVICE_FLAGS))
 
 
 # Every model of a profile is strict, as a device file is (specs/hardware.py): true is not an efficiency of 1.0 or

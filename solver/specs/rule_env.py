@@ -59,6 +59,7 @@ def rule_env(
     o_proj_dim: int,
     has_csa: bool = False,
     has_recurrent_mixer: bool = False,
+    has_sliding_window: bool = False,
     ranks_per_node: int,
     platform: str | None = None,
     capability: str | None = None,
@@ -70,9 +71,11 @@ def rule_env(
     `has_csa`: the model's attention is compressed sparse attention (attention_kind "csa", layers.compressed:
     DeepSeek-V4's layer kind), which an engine feature may be limited to. `has_recurrent_mixer`: a mixer
     carries a state from token to token (ModelSpec.recurrent_mixers: Mamba, linear attention, ...), which an
-    engine's token split may not run. `platform`: the device's (Hardware.platform), read as the flags on_<platform>
-    (None, a device that states none: every one false); `capability`, its capability family (Hardware.capability),
-    read as the flags on_<capability> the same way.
+    engine's token split may not run. `has_sliding_window`: a mixer keeps a sliding window of raw keys
+    (ModelSpec.has_sliding_window), whose cache an engine's sequence split may not run. `platform`: the
+    device's (Hardware.platform), read as the flags on_<platform> (None, a device that states none: every one
+    false); `capability`, its capability family (Hardware.capability), read as the flags on_<capability> the
+    same way.
     For MLA models pass num_key_value_heads = num_attention_heads (their configs may omit it); o_proj_dim is
     num_attention_heads * v_head_dim. `absent`: knobs of modules the model lacks (parallel.absent_knobs); a
     tied one (o_proj outside MLA) takes its attention value, the others are free.
@@ -110,6 +113,7 @@ def rule_env(
         "has_dsa": bool(has_dsa),
         "has_csa": bool(has_csa),
         "has_recurrent_mixer": bool(has_recurrent_mixer),
+        "has_sliding_window": bool(has_sliding_window),
         "is_moe": n_routed_experts > 0,
         "o_proj_dim": o_proj_dim,
     })
@@ -152,4 +156,5 @@ def model_facts(model: "ModelSpec") -> dict:
     return dict(num_attention_heads=model.num_attention_heads, num_key_value_heads=model.num_key_value_heads,
                 n_routed_experts=model.num_experts, has_mla=model.has_mla, has_dsa=model.has_dsa,
                 has_csa=model.attention_kind == "csa", has_recurrent_mixer=bool(model.recurrent_mixers),
+                has_sliding_window=model.has_sliding_window,
                 o_proj_dim=model.o_proj_dim, absent=absent_knobs(model))
