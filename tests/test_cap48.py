@@ -41,6 +41,15 @@ def test_copies_never_split_a_node_unevenly() -> None:
     assert rows[2]["note"].startswith("3 copies of 8 x h100_sxm")
 
 
+def test_tokens_per_s_per_user_is_the_rate_after_the_first_token_as_the_schema_says() -> None:
+    from solver.api import sweep
+
+    df = sweep("qwen3-8b", "l40s", [1], "throughput", isl=1024, osl=1024, tpot_ms=50)
+    ok = df[df["feasible"]]
+    assert ((ok["tokens_per_s_per_user"] - 1000 / ok["tpot_ms"]).abs() < 1e-3 * ok["tokens_per_s_per_user"]).all()
+    assert "1000 / `tpot_ms`" in (ROOT / "README.md").read_text()
+
+
 def _notebook_code() -> list[str]:
     nb = json.loads((ROOT / "notebooks" / "capacity_planning.ipynb").read_text())
     return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
