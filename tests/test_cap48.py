@@ -16,14 +16,14 @@ def _row(cards: int, per_rank: float, candidate: int | None = 1, scenario: str =
     return {"hardware": "h100_sxm", "cards": cards, "scenario": scenario, "isl": 8192, "osl": 1024,
             "ttft_sla_ms": None, "tpot_sla_ms": 40.0, "prefix_hit": 0.0, "weight_dtype": "", "feasible": True,
             "candidate": candidate, "output_tokens_per_s_per_rank": per_rank, "pattern": "Pure TP8",
-            "concurrency": 64, "note": ""}
+            "concurrency": 64, "request_latency_ms": 40_000.0, "note": ""}
 
 
 def test_a_sweep_row_names_copies_of_a_smaller_swept_size_that_carry_more_per_rank() -> None:
     rows = [_row(8, 150.0), _row(16, 150.0 / MARGIN - 1), _row(16, 200.0, candidate=None)]
     note_copies(rows, {"h100_sxm": "h100_sxm"})
     assert rows[1]["note"].startswith("2 copies of 8 x h100_sxm (Pure TP8, 64 requests each: this sweep's 8-card row)")
-    assert "150.0 output tokens/s per rank against 124.0 here" in rows[1]["note"]
+    assert "150.0 output tokens/s per rank at a request latency of 40.0 s, against 124.0 at 40.0 s here" in rows[1]["note"]
     assert rows[0]["note"] == "" and rows[2]["note"] == ""  # the smaller size itself, and a row that is not #1
 
 

@@ -22,6 +22,10 @@ def _per_rank(row: dict[str, Any]) -> float:
     return row.get(UNROUNDED, {}).get("output_tokens_per_s_per_rank", row["output_tokens_per_s_per_rank"])
 
 
+def _seconds(row: dict[str, Any]) -> str:
+    return f"{row['request_latency_ms'] / 1e3:,.1f} s"
+
+
 def _key(row: dict[str, Any], cards: int) -> tuple:
     """The combination a row answers, at `cards` cards: the same hardware, workload, SLAs and scenario."""
     return (row["hardware"], cards, row["scenario"], row["isl"], row["osl"], row["ttft_sla_ms"], row["tpot_sla_ms"],
@@ -39,8 +43,10 @@ def note_copies(rows: list[dict[str, Any]], hardware: Mapping[str, str]) -> None
             if copy is None or _per_rank(copy) < MARGIN * here:
                 continue
             shown = f"{here:,.1f}" if here >= 10 else f"{here:.3g}"
+            # the request latency beside it: the trade the scenario's score weighs (a latency pick gives way per rank)
             said = (f"{world // size} copies of {size} x {hw} ({copy['pattern']}, {copy['concurrency']:,} requests "
                     f"each: this sweep's {size}-card row) would run {_per_rank(copy):,.1f} output tokens/s per rank "
-                    f"against {shown} here; a row is one deployment of {world} cards, `recommend` weighs copies")
+                    f"at a request latency of {_seconds(copy)}, against {shown} at {_seconds(row)} here; a row is one "
+                    f"deployment of {world} cards, `recommend` weighs copies")
             row["note"] = "; ".join(n for n in (row.get("note"), said) if n)
             break
