@@ -347,9 +347,11 @@ def _sweep(model: str | os.PathLike, hardware: str | os.PathLike | Iterable[str 
     takes them) adds `usd_per_hour` and `usd_per_million_output_tokens` to every row (solver.capacity.pricing).
     `df.attrs`: "wall_s" (seconds the sweep took), "combinations" (the solves it ran), "notes" (what reading
     the inputs noted: a dtype the hardware lacks, a context past the model's), "cheapest" (with prices: the
-    cheapest front row per hardware, as the command's note lines say it). A row's notes leave out solve's hints
-    (k copies of a smaller deployment, the requests #1's own configuration holds past its power of two): each costs
-    estimates or plans per row; `solve` at the row's deployment says them.
+    cheapest front row per hardware, as the command's note lines say it). A recommended row names k copies of a smaller
+    size of the same sweep that carry more output tokens/s per rank (capacity.copies: the sweep's own rows, nothing
+    planned); its notes leave out solve's other hints (copies of a size the sweep did not plan, the requests #1's
+    own configuration holds past its power of two): each costs estimates or plans per row; `solve` at the row's
+    deployment says them.
     `serving="disagg"`: one row per disaggregated (xPyD) plan instead, as `sweep --serving disagg` writes it
     (solver.capacity.disagg.sweep_disagg: the columns of table.DISAGG_COLUMNS; jobs 1, no executor).
     """

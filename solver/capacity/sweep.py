@@ -438,6 +438,17 @@ def sweep_rows(results: Iterable[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     return rows
 
 
+def swept_rows(sp: SweepPlan, jobs: int = 1, progress: ProgressFn | None = None, *, executor: str = "local",
+               address: Any = None) -> list[dict[str, Any]]:
+    """The rows of every task of the plan, each recommended row noting copies of a smaller swept size that carry
+    more per rank (capacity.copies)."""
+    from solver.capacity.copies import note_copies
+
+    rows = sweep_rows(run_tasks(sp.tasks, jobs, progress, executor=executor, address=address))
+    note_copies(rows, {t.hardware_name: t.hardware for t in sp.tasks})
+    return rows
+
+
 def recommended_figures(rows: Iterable[dict[str, Any]]) -> dict[tuple, dict[str, float]]:
     """The unrounded figures of each combination's recommended row (candidate 1), keyed by (hardware, cards,
     scenario, isl, osl): a table formats these, not the file's rounded values (a tok/s/rank of 1.3749 is 1.375 in
@@ -460,7 +471,7 @@ def sweep(model: str, hardware: str | Sequence[str], cards: str | int | Iterable
     start = time.perf_counter()
     sp = build_plan(model, hardware, cards, scenarios, **kwargs)
     price = sweep_prices(prices, sp.hardware)
-    rows = sweep_rows(run_tasks(sp.tasks, jobs, progress, executor=executor, address=address))
+    rows = swept_rows(sp, jobs, progress, executor=executor, address=address)
     df = to_frame(rows if price is None else price_rows(rows, price), priced=price is not None)
     df.attrs["wall_s"] = time.perf_counter() - start
     df.attrs["combinations"] = len(sp.tasks)

@@ -177,7 +177,7 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
             _say(df.attrs["cheapest"])
         return
     from solver.capacity.pricing import cheapest_notes, price_rows, sweep_prices
-    from solver.capacity.sweep import build_plan, recommended_figures, run_tasks, sweep_rows
+    from solver.capacity.sweep import build_plan, recommended_figures, swept_rows
     from solver.capacity.table import check_writable, to_frame, write_table
 
     _format_with_out(fmt, out)
@@ -198,7 +198,7 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
         check_writable(plot, "--plot")
     _say(sp.notes)  # after every input check: bad input stays one line
     with _progress(f"sweep {sp.model_name}") as progress:
-        rows = sweep_rows(run_tasks(sp.tasks, jobs, progress, executor=executor, address=address))
+        rows = swept_rows(sp, jobs, progress, executor=executor, address=address)
     df = to_frame(rows if price is None else price_rows(rows, price), priced=price is not None)
     figures = recommended_figures(rows)
     wall = time.perf_counter() - start
