@@ -21,3 +21,46 @@ def test_disagg_comparison_prices_the_aggregated_plan_on_the_cards_the_disaggreg
     assert a.output_tokens_per_s_per_rank == b.output_tokens_per_s_per_rank
     idle = [w for w in rep.comparison.why if f"of the 8 cards" in w]
     assert idle and idle[0].endswith(f"the aggregated plan is priced on the same {used}"), rep.comparison.why
+
+
+def test_a_request_holds_whole_kv_blocks_and_the_pool_keeps_its_null_block() -> None:
+    """vLLM 0.34.0 (block 64, one null block): Llama-3.1-70B on a TP4 rank caches 2 KV heads x 128 x (K, V) x 2 B
+    = 1,024 B a token a layer; a request of 4,000 tokens holds ceil(4,000 / 64) = 63 blocks = 4,032 tokens in each
+    of the 80 layers, and the pool keeps one 64-token block beside its requests. Without blocks (SGLang's page
+    of 1): the 4,000 tokens, nothing reserved."""
+    from solver.estimate.memory_options import framework_options
+    from solver.estimate.request_state import cache_per_rank
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.parallel import make_parallel_config
+    from solver.specs.precision import resolve_precision
+
+    model, hw = load_model("llama-3.1-70b"), load_hardware("h100_sxm")
+    pc, prec = make_parallel_config(4, attn_tp_size=4), resolve_precision(model, hw)
+    vllm = framework_options(load_framework("vllm")).cache_layout
+    kv, _, seqs = cache_per_rank(model, pc, prec, 3, 4000, layout=vllm)
+    assert seqs == 3 and kv == 80 * 1024 * (3 * 4032 + 64)
+    sglang = framework_options(load_framework("sglang")).cache_layout
+    assert cache_per_rank(model, pc, prec, 3, 4000, layout=sglang)[0] == 80 * 1024 * 3 * 4000
+
+
+def test_kv_blocks_cost_a_plan_at_its_memory_edge_a_request() -> None:
+    """Llama-3.1-70B TP4 on 4 x H100 under vLLM at 3,000 / 1,000 tokens: 138 requests fit as exact tokens, 137 in
+    64-token blocks (4,032 tokens each) beside the null block."""
+    from dataclasses import replace
+
+    from solver.estimate.memory import max_batch
+    from solver.estimate.memory_options import framework_options
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.parallel import make_parallel_config
+    from solver.specs.precision import resolve_precision
+
+    model, hw = load_model("llama-3.1-70b"), load_hardware("h100_sxm")
+    pc = make_parallel_config(4, attn_tp_size=4, dense_tp_size=4, embed_tp_size=4, lmhead_tp_size=4)
+    prec = resolve_precision(model, hw)
+    opts = framework_options(load_framework("vllm"), None, hw)
+    assert max_batch(model, hw, pc, prec, 4000, opts) == 137
+    assert max_batch(model, hw, pc, prec, 4000, replace(opts, kv_blocks=None)) == 138

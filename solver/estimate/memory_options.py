@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from solver.estimate.factors import Factors
-from solver.estimate.request_state import CacheLayout, hybrid_fields
-from solver.specs.framework import FrameworkProfile, HybridStateLayout, IndexerDecodeBound
+from solver.estimate.request_state import CacheLayout, block_fields, hybrid_fields
+from solver.specs.framework import FrameworkProfile, HybridStateLayout, IndexerDecodeBound, KVBlocks
 from solver.specs.hardware import Hardware
 from solver.specs.rule_env import true_device_flags
 from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET
@@ -59,6 +59,8 @@ class MemoryOptions:
     # how the engine allocates a hybrid model's constant state beside the KV (FrameworkProfile.hybrid_state; None:
     # the seed's, each request's exact state and KV)
     hybrid_state: HybridStateLayout | None = None
+    # the engine's KV blocks (FrameworkProfile.kv_blocks; None: each request's exact tokens, none reserved)
+    kv_blocks: KVBlocks | None = None
     device_flags: frozenset[str] = frozenset()
     # the prompt tokens a prefill of one request holds, its output aside (the workload's ISL; None: the whole
     # seq_len, where the caller knows no split): the prefill's tokens and the keys its queries score
@@ -87,6 +89,7 @@ class MemoryOptions:
         return CacheLayout(cp_replicates_kv=self.cp_replicates_kv_cache,
                            index_unquantised=self.indexer_keys_unquantised,
                            kvp_replicates_index=self.kvp_replicates_indexer_keys,
+                           **block_fields(self.kv_blocks),
                            **hybrid_fields(self.hybrid_state, self.decode_drafts))
 
 
@@ -95,7 +98,7 @@ class MemoryOptions:
 MEMORY_LAYOUT = ("kvp_splits_attention_weights", "cp_replicates_kv_cache", "indexer_keys_unquantised",
                  "kvp_replicates_indexer_keys", "indexer_decode_logits_unbounded")
 # the engine's amounts a memory estimate reads, the same way (None where the engine sets none)
-MEMORY_AMOUNTS = ("indexer_logits_max_bytes", "indexer_decode_logits_bound", "hybrid_state")
+MEMORY_AMOUNTS = ("indexer_logits_max_bytes", "indexer_decode_logits_bound", "hybrid_state", "kv_blocks")
 
 
 def engine_options(opts: MemoryOptions | None, f: Factors) -> MemoryOptions:
