@@ -64,3 +64,26 @@ def test_kv_blocks_cost_a_plan_at_its_memory_edge_a_request() -> None:
     opts = framework_options(load_framework("vllm"), None, hw)
     assert max_batch(model, hw, pc, prec, 4000, opts) == 137
     assert max_batch(model, hw, pc, prec, 4000, replace(opts, kv_blocks=None)) == 138
+
+
+def test_memory_sizes_a_prefill_chunk_at_the_budget_the_command_prints() -> None:
+    """vllm-ascend on A3 (default budget 2,048) prints --max-num-batched-tokens max(token_budget, replica_batch x
+    (1 + mtp)): a replica of 3,000 requests gets 3,000 tokens a step, 1,500 drafting one token each 3,000 too, and
+    1,000 the default; memory's prefill chunk is that budget, the one the estimate prices (workload.token_budget)."""
+    from dataclasses import replace
+
+    from solver.estimate.compute import factors_for
+    from solver.estimate.memory_options import framework_options
+    from solver.estimate.workload import Workload, token_budget
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+
+    fw, hw = load_framework("vllm-ascend"), load_hardware("atlas_a3")
+    opts = framework_options(fw, None, hw)
+    assert opts.token_budget == 2048
+    assert [opts.chunk_tokens(1, n) for n in (1000, 3000)] == [2048, 3000]
+    assert replace(opts, decode_drafts=1).chunk_tokens(1, 1500) == 3000
+    f = factors_for(hw, fw.efficiency_for(hw))
+    for n, mtp in ((1000, 0), (3000, 0), (1500, 1)):
+        wl = Workload("serving", isl=128, osl=128, concurrency=n, mtp=mtp)
+        assert token_budget(wl, f, 1, n) == replace(opts, decode_drafts=mtp).chunk_tokens(1, n)

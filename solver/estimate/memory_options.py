@@ -14,7 +14,7 @@ from solver.estimate.request_state import CacheLayout, block_fields, hybrid_fiel
 from solver.specs.framework import FrameworkProfile, HybridStateLayout, IndexerDecodeBound, KVBlocks
 from solver.specs.hardware import Hardware
 from solver.specs.rule_env import true_device_flags
-from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET
+from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET, command_budget
 
 TOTAL_FRACTION = 0.95  # seed 3.4: total memory > capacity x 0.95 -> increase parallelism or reduce batch
 WEIGHTS_KV_FRACTION = 0.8  # seed 3.2: parameters + KV close to capacity x 0.8 -> tight
@@ -31,6 +31,9 @@ class MemoryOptions:
     # carry it: engine_options; framework_options given the device), and whether its attention-DP ranks split it
     token_budget: int = DEFAULT_TOKEN_BUDGET
     budget_split_by_attention_dp: bool = False
+    # the budget the engine's command sets over that default (Factors.token_budget_rule, the profile's
+    # step_budget launch argument; None: the default), which chunk_tokens evaluates at a replica's requests
+    token_budget_rule: str | None = None
     # which knob splits the shared experts: frameworks differ (dense MLP TP vs the MoE module's TP)
     shared_experts_knob: str = "dense_tp_size"
     include_mtp: bool = False
@@ -69,15 +72,17 @@ class MemoryOptions:
     # mtp_layers): the decode step's rows
     decode_drafts: int = 0
 
-    def chunk_tokens(self, synced: int) -> int:
-        """Tokens of one prefill forward of an attention replica, where `synced` attention-DP ranks step together
-        (closed_loop.synced_ranks): the caller's chunk, else the engine's budget, its share where the engine
-        divides it over those ranks (workload.token_budget's rule)."""
+    def chunk_tokens(self, synced: int, replica_batch: int = 1) -> int:
+        """Tokens of one prefill forward of an attention replica holding `replica_batch` requests, where `synced`
+        attention-DP ranks step together (closed_loop.synced_ranks): the caller's chunk, else the budget the
+        engine's command sets (profile_serving.command_budget: its rule at those requests and the draft depth,
+        else its default), its share where the engine divides it over those ranks (workload.token_budget's rule)."""
         if self.prefill_chunk is not None:
             return self.prefill_chunk
+        budget = command_budget(self.token_budget, self.token_budget_rule, replica_batch, self.decode_drafts)
         if self.budget_split_by_attention_dp and synced > 1:
-            return max(1, self.token_budget // synced)
-        return self.token_budget
+            return max(1, budget // synced)
+        return budget
 
     def prompt_of(self, seq_len: int) -> int:
         """The prompt tokens of a request holding `seq_len` tokens: `prompt_tokens`, never above seq_len."""
@@ -117,7 +122,8 @@ def framework_options(fw: FrameworkProfile, opts: MemoryOptions | None = None,
     if hw is None:
         return opts
     budget = {"token_budget": fw.token_budget_on(hw),
-              "budget_split_by_attention_dp": fw.scheduler.budget_split_by_attention_dp}
+              "budget_split_by_attention_dp": fw.scheduler.budget_split_by_attention_dp,
+              "token_budget_rule": fw.launch.step_budget_rule() if fw.launch is not None else None}
     return opts if all(getattr(opts, k) == v for k, v in budget.items()) else replace(opts, **budget)
 
 
@@ -131,6 +137,7 @@ def _with_layout(opts: MemoryOptions | None, src: Factors | FrameworkProfile) ->
         layout["device_flags"] = src.device_flags
         layout["token_budget"] = src.token_budget or DEFAULT_TOKEN_BUDGET
         layout["budget_split_by_attention_dp"] = bool(src.budget_split_by_attention_dp)
+        layout["token_budget_rule"] = src.token_budget_rule
     if all(getattr(opts, k) == v for k, v in layout.items()):
         return opts
     return replace(opts, **layout)
