@@ -87,3 +87,28 @@ def test_memory_sizes_a_prefill_chunk_at_the_budget_the_command_prints() -> None
     for n, mtp in ((1000, 0), (3000, 0), (1500, 1)):
         wl = Workload("serving", isl=128, osl=128, concurrency=n, mtp=mtp)
         assert token_budget(wl, f, 1, n) == replace(opts, decode_drafts=mtp).chunk_tokens(1, n)
+
+
+def test_tpot_at_osl_1_is_said_in_one_place_for_every_scheduler_path(monkeypatch) -> None:
+    """scheduler.tpot_of is the one rule for TPOT at OSL 1 (no gap follows the only token): the closed loop, the
+    lockstep cohort and the event loop all go through it, so a change there reaches every path."""
+    from solver.estimate import closed_loop, scheduler
+
+    assert closed_loop.tpot_of is scheduler.tpot_of
+    assert scheduler.lockstep(4, 2, 0.1, 0.01, 0.0, 1, 0.0).tpot_s == 0.0
+    seen = []
+    monkeypatch.setattr(scheduler, "tpot_of", lambda gap, osl: seen.append(osl) or -1.0)
+    assert scheduler.lockstep(4, 2, 0.1, 0.01, 9.0, 10, 0.0).tpot_s == -1.0 and seen == [10]
+
+
+def test_launch_reads_a_deployments_prompts_from_the_workload_check_estimates() -> None:
+    """A prefill-only deployment's prompts (launch's step budget) come from one_config.deployment_workload, the
+    workload `check` estimates: 4,096 tokens at prefix_hit 0.25 compute 3,072 new ones a prompt."""
+    from solver.one_config import deployment_workload
+    from solver.specs.deployment import Deployment
+
+    dep = Deployment(model="llama-3.1-8b", hardware="h100_sxm", world_size=1,
+                     workload={"phase": "prefill", "batch": 4, "seq_len": 4096, "prefix_hit": 0.25})
+    wl = deployment_workload(dep)
+    assert (wl.kind, wl.batch, wl.seq_len) == ("prefill", 4, 4096)
+    assert wl.prompt_tokens == (3072, 1024)

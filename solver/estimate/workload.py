@@ -116,7 +116,7 @@ def _share(x: float) -> str:
 
 
 def one_token_note(osl: int, phase: str = "serving") -> str | None:
-    """What a serving answer at OSL 1 means by its TPOT (closed_loop.tpot_of), said once; None otherwise."""
+    """What a serving answer at OSL 1 means by its TPOT (scheduler.tpot_of), said once; None otherwise."""
     if osl != 1 or phase != "serving":
         return None
     return ("one output token per request (--osl 1): no token follows the first, so TPOT and the per-user rate are 0, "
