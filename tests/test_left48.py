@@ -112,3 +112,33 @@ def test_launch_reads_a_deployments_prompts_from_the_workload_check_estimates() 
     wl = deployment_workload(dep)
     assert (wl.kind, wl.batch, wl.seq_len) == ("prefill", 4, 4096)
     assert wl.prompt_tokens == (3072, 1024)
+
+
+def test_memory_and_check_say_one_thing_of_cp_ranks_that_decode_as_attention_dp() -> None:
+    """cann-recipes' V3.2 decode (v32-d128-q: cp_size 128 = world): its CP ranks decode as attention DP, each
+    request's cache on the one rank decoding it (step_parts.decode_layout); `memory` says so, as `check` does,
+    not that one request's cache is split 128 ways (the bytes a rank holds are the same either way)."""
+    from solver.one_config import memory_config
+    from solver.rank.kv_split import decode_cp_note
+    from solver.report.model_view import cache_line
+
+    knobs = dict(attn_tp_size=1, dense_tp_size=4, moe_tp_size=1, embed_tp_size=16, lmhead_tp_size=16,
+                 o_proj_tp_size=4, cp_size=128)
+    res = memory_config("deepseek-v3.2", "atlas_a3", 128, knobs, batch=256, seq_len=65792, mtp=3,
+                        framework="cann-recipes", weight_dtype="int8", kv_dtype="int8")
+    line = cache_line(res.as_dict()["cache"], res.parallel_config)
+    assert "split 128 ways" not in line
+    assert "each request on the one of the 128 CP ranks that decodes it (they decode as attention DP" in line
+    assert "its ranks decode as attention DP" in decode_cp_note(128, False)
+
+
+def test_check_says_vllm_ascend_pcp_ranks_each_keep_a_shard_of_every_request() -> None:
+    """vllm-ascend's PCP (cp_decode_shards_kv) keeps 1/cp of every request on each CP rank and decodes the whole
+    batch there: `check` says that, as `memory` splits the cache cp ways, not that the ranks decode as attention
+    DP."""
+    from solver.rank.kv_split import decode_cp_note
+    from solver.specs.framework import load_framework
+
+    fw = load_framework("vllm-ascend")
+    note = decode_cp_note(4, fw.cp_replicates_kv_cache, fw.cp_decode_repeats_batch, fw.cp_decode_shards_kv)
+    assert "keeps 1/4 of every request's KV and runs the whole batch" in note and "attention DP" not in note

@@ -49,6 +49,11 @@ class MemoryOptions:
     # the engine's KVP indexer layout (FrameworkProfile.kvp_replicates_indexer_keys): every KVP rank keeps every
     # token's indexer key, so KVP does not divide them
     kvp_replicates_indexer_keys: bool = False
+    # how the engine's CP ranks decode a cached request (FrameworkProfile.cp_decode_repeats_batch,
+    # cp_decode_shards_kv; neither: each request on one of them, the ranks decoding as attention DP), which the
+    # memory answer says of the cache it splits (rank.kv_split.cp_decode_form)
+    cp_decode_repeats_batch: bool = False
+    cp_decode_shards_kv: bool = False
     # the engine's bound on one indexer logits matrix (FrameworkProfile.indexer_logits_max_bytes; None: the whole
     # matrix), read by the indexer's scratch (activations)
     indexer_logits_max_bytes: float | None = None
@@ -101,7 +106,8 @@ class MemoryOptions:
 # the engine's layout facts a memory estimate reads: fields of the same name on FrameworkProfile, Factors and
 # MemoryOptions (the profile's YAML, the step costs, the memory side)
 MEMORY_LAYOUT = ("kvp_splits_attention_weights", "cp_replicates_kv_cache", "indexer_keys_unquantised",
-                 "kvp_replicates_indexer_keys", "indexer_decode_logits_unbounded")
+                 "kvp_replicates_indexer_keys", "indexer_decode_logits_unbounded", "cp_decode_repeats_batch",
+                 "cp_decode_shards_kv")
 # the engine's amounts a memory estimate reads, the same way (None where the engine sets none)
 MEMORY_AMOUNTS = ("indexer_logits_max_bytes", "indexer_decode_logits_bound", "hybrid_state", "kv_blocks")
 
