@@ -128,8 +128,7 @@ def framework_options(fw: FrameworkProfile, opts: MemoryOptions | None = None,
     if hw is None:
         return opts
     budget = {"token_budget": fw.token_budget_on(hw),
-              "budget_split_by_attention_dp": fw.scheduler.budget_split_by_attention_dp,
-              "token_budget_rule": fw.launch.step_budget_rule() if fw.launch is not None else None}
+              "budget_split_by_attention_dp": fw.scheduler.budget_split_by_attention_dp}
     return opts if all(getattr(opts, k) == v for k, v in budget.items()) else replace(opts, **budget)
 
 
@@ -144,6 +143,8 @@ def _with_layout(opts: MemoryOptions | None, src: Factors | FrameworkProfile) ->
         layout["token_budget"] = src.token_budget or DEFAULT_TOKEN_BUDGET
         layout["budget_split_by_attention_dp"] = bool(src.budget_split_by_attention_dp)
         layout["token_budget_rule"] = src.token_budget_rule
+    else:  # the rule is the command's, whatever the device
+        layout["token_budget_rule"] = src.launch.step_budget_rule() if src.launch is not None else None
     if all(getattr(opts, k) == v for k, v in layout.items()):
         return opts
     return replace(opts, **layout)

@@ -188,11 +188,15 @@ def request_state(model: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len
 def reserved_blocks(model: ModelSpec, pc: ParallelConfig, prec: Precision, mtp_layers: int = 0,
                     kvp_splits_weights: bool = False, layout: CacheLayout = SEED_LAYOUT) -> StateBytes:
     """The blocks a rank's KV pool keeps that no request holds (layout.reserved_blocks, vLLM's null block): each a
-    block of tokens in every layer's KV and indexer keys on the rank."""
+    block of tokens in every layer's KV and indexer keys on the rank. Not counted where a hybrid's state shares
+    the pages (layout.block_alignment): its block and pages are shared_pages' own, of which one page a tensor
+    would be the reserve (left out: under 1% of a request's pages at the hybrids' blocks of 1,000+ tokens)."""
     if not layout.reserved_blocks:
         return StateBytes(0.0, 0.0, 0.0)
     st = state_of_layers(model.layer_groups + _mtp_layers(model, mtp_layers), prec.kv_bytes, pc.attn_tp_size,
                          layout.kv_block, pc.attn_tp_group(kvp_splits_weights), layout.index_unquantised)
+    if layout.block_alignment is not None and st.constant > 0:
+        return StateBytes(0.0, 0.0, 0.0)
     return StateBytes(layout.reserved_blocks * st.kv, layout.reserved_blocks * st.index, 0.0)
 
 
