@@ -311,23 +311,30 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
 
     configs = {p.phase: p.planned.config for p in (best.prefill, best.decode)}  # a command may name both layouts
     pools = (view(best.prefill), view(best.decode))
-    agg, agg_err = None, None
+    agg, agg_err, agg_cards = None, None, None
     if compare_aggregated:
-        try:
-            _, cands = run_solve(model, hardware, cards, scenario, framework, weight_dtype, moe_weight_dtype,
-                                 kv_dtype, method=method, params=params, top=1,
-                                 allow_cross_node=allow_cross_node, explain_binding=False)
-            agg = cands[0] if cands else None
-        except InfeasibleError as exc:
-            agg_err = str(exc)
+        # like with like: the aggregated plan on the cards the disaggregated one deploys (its per-rank figures
+        # count only those), so a load capped by --max-concurrency / --concurrency is not spread over cards the
+        # disaggregated plan leaves idle; on every card only where those few hold no aggregated plan
+        for agg_cards in dict.fromkeys((best.cards, cards)):
+            try:
+                _, cands = run_solve(model, hardware, agg_cards, scenario, framework, weight_dtype,
+                                     moe_weight_dtype, kv_dtype, method=method, params=params, top=1,
+                                     allow_cross_node=allow_cross_node, explain_binding=False)
+                agg, agg_err = (cands[0] if cands else None), None
+                break
+            except InfeasibleError as exc:
+                agg_err = str(exc)
     from solver.specs.model_catalog import model_names
 
     asked, config = model_names(model, spec.name) if isinstance(model, str) else (spec.name, None)
     return DisaggReport(asked, hw.name, cards, scenario, best, pools, res.alternatives, agg, agg_err,
-                        compare(best, agg, scenario, cards, fw.kvp_splits_attention_weights, agg_err), res.skipped,
+                        compare(best, agg, scenario, cards, fw.kvp_splits_attention_weights, agg_err,
+                                agg_cards if agg is not None else None), res.skipped,
                         [*input_notes(spec, hw, prec, max_len=scenario.max_seq_len, fw=fw),
                          *filter(None, [disagg_hit_note(scenario.prefix_hit)])], model_knobs(spec),
-                        fw.kvp_splits_attention_weights, fw.replica_knobs, config)
+                        fw.kvp_splits_attention_weights, fw.replica_knobs, config,
+                        agg_cards if agg is not None else None)
 
 
 # ---------------------------------------------------------------------------------------------- rendering

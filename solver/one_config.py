@@ -367,13 +367,27 @@ class CheckResult:
                            model_knobs(self.model), self.workload.seq_len if self.workload.kind == "prefill" else None)
 
 
+def deployment_workload(dep: Deployment) -> Workload:
+    """The workload a deployment states (its `workload` block and MTP), as `check` estimates it and `launch`
+    sizes a prefill-only instance's prompts."""
+    from solver.estimate.serving import Workload
+
+    w = dep.workload
+    mtp = {"mtp": dep.mtp, **({"mtp_accept": dep.mtp_accept} if dep.mtp_accept is not None else {})}
+    if w.phase == "serving":
+        return Workload("serving", isl=w.isl, osl=w.osl, concurrency=w.concurrency, prefix_hit=w.prefix_hit, **mtp)
+    if w.phase == "decode" and w.isl is not None:
+        return Workload.decode_of(w.batch, w.isl, w.osl, **mtp)  # type: ignore[arg-type]
+    # a decode's prefix_hit is refused by WorkloadSpec
+    return Workload(w.phase, batch=w.batch, seq_len=w.seq_len, prefix_hit=w.prefix_hit, **mtp)
+
+
 def check_deployment(dep: Deployment, model: str, hardware: str, world: int, framework: str | None,
                      origin: str | None, given_as: dict[str, str | None]) -> CheckResult:
     """`shardplan check` of a deployment (a file's, or one built from keywords), with `model` / `hardware` / `world`
     / `framework` as given or the deployment's own. `origin`: the file, whose keys a refusal names as "FILE: mtp";
     None: the deployment was built from keywords, named as themselves ("mtp"). `given_as`: the flag (or keyword)
     that overrode model / hardware / framework, None where the deployment's key named it."""
-    from solver.estimate.serving import Workload
     from solver.rank.review import review
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
@@ -402,13 +416,7 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
         raise InputError(at("workload.prefix_hit"), no_hit)
     if w.phase == "prefill" and dep.mtp_accept is not None:  # as estimate --phase prefill refuses --mtp-accept
         raise InputError(at("mtp_accept"), PREFILL_ACCEPT_UNREAD)
-    mtp = {"mtp": dep.mtp, **({"mtp_accept": dep.mtp_accept} if dep.mtp_accept is not None else {})}
-    if w.phase == "serving":
-        wl = Workload("serving", isl=w.isl, osl=w.osl, concurrency=w.concurrency, prefix_hit=w.prefix_hit, **mtp)
-    elif w.phase == "decode" and w.isl is not None:
-        wl = Workload.decode_of(w.batch, w.isl, w.osl, **mtp)  # type: ignore[arg-type]
-    else:  # a decode's prefix_hit is refused by WorkloadSpec
-        wl = Workload(w.phase, batch=w.batch, seq_len=w.seq_len, prefix_hit=w.prefix_hit, **mtp)
+    wl = deployment_workload(dep)
     estimator, side = None, world  # AFD: each half is a config of world/2 ranks, estimated by estimate.afd
     if dep.afd:
         from solver.estimate.afd import afd_estimator

@@ -634,9 +634,14 @@ def _gqa_pc(attn_tp: int, kvp: int, moe: bool) -> ParallelConfig:
 
 
 def _kv_per_rank(name: str, pc: ParallelConfig, seqs: int = 64, tokens: int = 33792) -> float:
+    """The requests' KV on a rank under vLLM, its pool's null block aside (request_state.reserved_blocks)."""
+    from solver.estimate.request_state import reserved_blocks
+
     m, h = load_model(name), load_hardware("h100_sxm")
     prec, f = resolve_precision(m, h), factors_for(h, load_framework("vllm").efficiency_for(h))
-    return memory_per_rank(m, h, pc, prec, seqs, tokens, engine_options(None, f)).kv_cache_bytes
+    opts = engine_options(None, f)
+    null = reserved_blocks(m, pc, prec, layout=opts.cache_layout).kv
+    return memory_per_rank(m, h, pc, prec, seqs, tokens, opts).kv_cache_bytes - null
 
 
 def test_vllm_dcp_on_a_gqa_model_splits_the_replicated_kv_heads_tokens() -> None:

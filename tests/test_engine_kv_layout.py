@@ -20,7 +20,8 @@ from solver.estimate.disagg import kv_transfer
 from solver.estimate.memory import memory_per_rank
 from solver.estimate.memory_options import engine_options, framework_options
 from solver.estimate.params import count_params
-from solver.estimate.request_state import CacheLayout, hybrid_fields, cache_per_rank, kv_bytes_per_token_layer
+from solver.estimate.request_state import (CacheLayout, block_fields, cache_per_rank, hybrid_fields,
+                                           kv_bytes_per_token_layer)
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
@@ -35,6 +36,8 @@ V32 = load_model("deepseek-v3.2")
 LAYERS = 61
 ASCEND, VLLM, SGLANG = (load_framework(n) for n in ("vllm-ascend", "vllm", "sglang"))
 S = 8192
+# each rank's KV pool keeps one null block no request holds (kv_blocks.reserved): its tokens in every layer
+NULL = {id(fw): (fw.kv_blocks.tokens * fw.kv_blocks.reserved if fw.kv_blocks else 0) for fw in (ASCEND, VLLM, SGLANG)}
 
 
 def _ops(f, pc, w):
@@ -50,16 +53,18 @@ def test_vllm_ascend_caches_dsa_indexer_keys_unquantised_beside_the_latent() -> 
     """vllm-ascend: one AscendMLAAttentionSpec a DSA layer, head_size = 512 + 64 + 128 = 704 values in the cache
     dtype (worker/model_runner_v1.py:384-388, 4966, 4976-4986; core/kv_cache_interface.py:115-118), 704 x 2 B =
     1,408 B a token a layer: the latent's 1,152 and 128 bf16 index values = 256 B, not 128 fp8 + a 4 B scale =
-    132. One 8K request on one rank: 61 x 8,192 x 256 = 127,926,272 B of indexer keys."""
+    132. One 8K request on one rank: 61 x 8,192 x 256 = 127,926,272 B of indexer keys (and the pool's null block of
+    128 tokens beside it)."""
     pc = make_parallel_config(16, moe_tp_size=1)
     prec = resolve_precision(V32, A3)
     layout = framework_options(ASCEND).cache_layout
     assert layout.index_unquantised
     kv, idx, seqs = cache_per_rank(V32, pc, prec, 16, S, layout=layout)
     assert seqs == 1
-    assert kv == LAYERS * S * 1152 == 575_668_224
-    assert idx == LAYERS * S * 256 == 127_926_272
-    assert (kv + idx) / (LAYERS * S) == 1408
+    n = NULL[id(ASCEND)]
+    assert kv - LAYERS * n * 1152 == LAYERS * S * 1152 == 575_668_224
+    assert idx - LAYERS * n * 256 == LAYERS * S * 256 == 127_926_272
+    assert (kv + idx) / (LAYERS * (S + n)) == 1408
 
 
 @pytest.mark.parametrize("engine", [VLLM, SGLANG])
@@ -71,7 +76,7 @@ def test_vllm_and_sglang_keep_the_fp8_indexer_keys_with_their_scale(engine) -> N
     prec = resolve_precision(V32, B200)
     layout = framework_options(engine).cache_layout
     assert not layout.index_unquantised
-    assert cache_per_rank(V32, pc, prec, 8, S, layout=layout)[1] == LAYERS * S * 132 == 65_961_984
+    assert cache_per_rank(V32, pc, prec, 8, S, layout=layout)[1] - LAYERS * NULL[id(engine)] * 132 == LAYERS * S * 132 == 65_961_984
 
 
 def test_dense_mla_at_fp8_is_the_plain_576_byte_row() -> None:
@@ -93,12 +98,14 @@ def test_kvp_ranks_each_keep_every_indexer_key_where_the_engine_replicates_them(
     """vllm-ascend under -dcp 8 (no -pcp) pages dcp x the index keys beside 1/8 of the latent
     (model_runner_v1.py:455-457 sfa_dcp_replicated_indexer_size = dcp; kv_cache_interface.py:100-113): one 8K
     request on a TP2 x DCP8 rank holds 61 x 8,192 x 1,152 / 8 = 71,958,528 B of latent and 61 x 8,192 x 256 =
-    127,926,272 B of index keys. vLLM splits both by DCP: 61 x 8,192 x 132 / 8 = 8,245,248 B."""
+    127,926,272 B of index keys. vLLM splits both by DCP: 61 x 8,192 x 132 / 8 = 8,245,248 B. (Each beside the
+    pool's null block: a block of tokens in every layer of the rank.)"""
     pc = make_parallel_config(16, attn_tp_size=2, kvp_size=8, moe_tp_size=1)
     prec = resolve_precision(V32, A3)
     kv, idx, _ = cache_per_rank(V32, pc, prec, 1, S, layout=framework_options(ASCEND).cache_layout)
-    assert (kv, idx) == (LAYERS * S * 1152 / 8, LAYERS * S * 256) == (71_958_528, 127_926_272)
-    assert cache_per_rank(V32, pc, prec, 1, S, layout=framework_options(VLLM).cache_layout)[1] == 8_245_248
+    n, v = NULL[id(ASCEND)], NULL[id(VLLM)]
+    assert (kv - LAYERS * n * 1152, idx - LAYERS * n * 256) == (LAYERS * S * 1152 / 8, LAYERS * S * 256) == (71_958_528, 127_926_272)
+    assert cache_per_rank(V32, pc, prec, 1, S, layout=framework_options(VLLM).cache_layout)[1] - LAYERS * v * 132 == 8_245_248
     assert SGLANG.kvp_replicates_indexer_keys and not VLLM.kvp_replicates_indexer_keys
 
 
@@ -135,7 +142,8 @@ def test_memory_and_step_price_one_indexer_layout() -> None:
         f = factors_for(hw, fw.efficiency_for(hw))
         assert engine_options(None, f).cache_layout == framework_options(fw).cache_layout
     ascend_hybrid = hybrid_fields(ASCEND.hybrid_state)
-    assert framework_options(ASCEND).cache_layout == CacheLayout(False, True, True, **ascend_hybrid)
+    assert framework_options(ASCEND).cache_layout == CacheLayout(False, True, True, **ascend_hybrid,
+                                                                 **block_fields(ASCEND.kv_blocks))
 
 
 def test_vllm_ascend_memory_prices_the_engines_indexer_keys() -> None:
@@ -145,7 +153,7 @@ def test_vllm_ascend_memory_prices_the_engines_indexer_keys() -> None:
     pc = make_parallel_config(16, moe_tp_size=1)
     prec = resolve_precision(V32, A3, "int8")
     mem = memory_per_rank(V32, A3, pc, prec, 16, 4352, framework_options(ASCEND))
-    assert mem.kv_cache_bytes + mem.indexer_cache_bytes == LAYERS * 4352 * 1408 == 373_784_576
+    assert mem.kv_cache_bytes + mem.indexer_cache_bytes - LAYERS * NULL[id(ASCEND)] * 1408 == LAYERS * 4352 * 1408 == 373_784_576
 
 
 def test_a_decode_rank_receives_the_indexer_keys_as_its_engine_keeps_them() -> None:

@@ -59,8 +59,9 @@ def test_memory_says_vllm_ascend_keeps_the_indexer_keys_whole_on_each_dcp_rank()
     assert data["cache"] == {"kv_bytes_per_token_layer": 1152, "kv_split": 4, "kv_holds": {"latent": 512, "rope": 64},
                              "index_bytes_per_token_layer": 256, "index_values": 128, "index_split": 1}
     seqs = data["sequences_per_rank"]
-    assert abs(data["breakdown"]["kv_cache"] - seqs * 1152 * 65792 * 61 / 4 / 1e9) < 1e-6
-    assert abs(data["breakdown"]["indexer_cache"] - seqs * 256 * 65792 * 61 / 1e9) < 1e-6
+    # in vllm-ascend's 128-token blocks (a rank's 16,448 tokens in 129 blocks), beside the pool's null block
+    assert abs(data["breakdown"]["kv_cache"] - (seqs * 129 * 128 + 128) * 1152 * 61 / 1e9) < 1e-6
+    assert abs(data["breakdown"]["indexer_cache"] - (seqs * 65792 + 128) * 256 * 61 / 1e9) < 1e-6
     line = cache_line(data["cache"], res.parallel_config)
     assert "KV 1,152 B (latent 512 + rope 64 values), split 4 ways over CP x KVP 4" in line
     assert "indexer keys 256 B (128 values), whole on each of the 4 CP x KVP ranks" in line

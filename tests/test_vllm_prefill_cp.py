@@ -95,8 +95,11 @@ def test_vllms_pcp_ranks_each_keep_the_whole_kv_cache() -> None:
     whole = 80 * 131072 * 512
     assert cache_per_rank(LLAMA70, pc, prec, 1, S, layout=CacheLayout(cp_replicates_kv=True))[0] == pytest.approx(whole)
     assert cache_per_rank(LLAMA70, pc, prec, 1, S)[0] == pytest.approx(whole / 2)
-    mem = memory_per_rank(LLAMA70, H100, pc, prec, 1, S, engine_options(MemoryOptions(), F_VLLM))
-    assert mem.kv_cache_bytes == pytest.approx(whole)
+    opts = engine_options(MemoryOptions(), F_VLLM)
+    mem = memory_per_rank(LLAMA70, H100, pc, prec, 1, S, opts)
+    null = 80 * 64 * 512  # the pool's null block: 64 tokens in every layer (kv_blocks)
+    assert opts.cache_layout.kv_block * opts.cache_layout.reserved_blocks == 64
+    assert mem.kv_cache_bytes - null == pytest.approx(whole)
 
 
 def test_vllm_pcp_runs_on_mla_models_only(tmp_path) -> None:

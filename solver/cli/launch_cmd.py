@@ -8,7 +8,7 @@ import click
 
 from solver.cli.options import CARDS, HOST, NAME, Deferred, given
 from solver.errors import InputError
-from solver.one_config import check_mtp, load_from
+from solver.one_config import check_mtp, deployment_workload, load_from
 from solver.report.render import dump
 
 
@@ -53,7 +53,6 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     from solver.space.placement import as_launched
     from solver.specs.deployment import load_deployment
     from solver.estimate.request_state import held_per_replica
-    from solver.estimate.workload import Workload
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model, model_title
@@ -99,8 +98,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     opts, tokens = framework_options(fw, hw=hw), 0
     if w.phase == "prefill":
         opts = workload_options(opts, max_len, step_prompts=batch if fw.sets_token_budget() else None)
-        tokens = (held_per_replica(batch, pc)  # the busiest replica's prompts
-                  * Workload("prefill", batch=batch, seq_len=max_len, prefix_hit=w.prefix_hit).prompt_tokens[0])
+        tokens = held_per_replica(batch, pc) * deployment_workload(dep).prompt_tokens[0]  # the busiest replica's
     elif w.isl:
         opts = workload_options(opts, w.isl)
     memory = memory_per_rank(spec, hw, pc, prec, batch, max_len, opts, mtp_layers=dep.mtp)

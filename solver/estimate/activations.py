@@ -2,6 +2,8 @@
 chunk and at a decode step."""
 from __future__ import annotations
 
+import math
+
 from solver.estimate.closed_loop import synced_ranks
 from solver.estimate.memory_options import MemoryOptions
 from solver.specs.expr import compile_expr
@@ -58,10 +60,11 @@ def activation_per_rank(model: ModelSpec, pc: ParallelConfig, tokens: float,
 
 
 def prefill_chunk(opts: MemoryOptions, seq_len: int, seqs: float, synced: int = 1) -> float:
-    """Tokens of one prefill forward: the chunk (MemoryOptions.chunk_tokens: the engine's step budget, a share of
-    it over `synced` attention-DP ranks where the engine divides it), or all the prompts a rank holds when they
-    are fewer (a prompt: MemoryOptions.prompt_of, the request's tokens less its output)."""
-    return min(opts.chunk_tokens(synced), max(opts.prompt_of(seq_len), 1) * max(seqs, 1))
+    """Tokens of one prefill forward: the chunk (MemoryOptions.chunk_tokens: the step budget the engine's command
+    sets for the replica's `seqs` requests, a share of it over `synced` attention-DP ranks where the engine divides
+    it), or all the prompts a rank holds when they are fewer (a prompt: MemoryOptions.prompt_of, the request's
+    tokens less its output)."""
+    return min(opts.chunk_tokens(synced, math.ceil(seqs)), max(opts.prompt_of(seq_len), 1) * max(seqs, 1))
 
 
 def activation_peak_terms(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_len: int,

@@ -48,7 +48,7 @@ is stretched by it. With q prompts per step on the busiest rank, p = P_n / n the
 its chunks), S = p + (chunks - 1) tau its service time and lambda [1/s] the rank's request rate:
 
     s          = tau + q p                               the step with the prefills riding in it
-    TPOT       = s / m                                   (0 at OSL 1: no gap follows the first token, tpot_of)
+    TPOT       = s / m                                   (0 at OSL 1: no gap follows the first token, scheduler.tpot_of)
     rho        = lambda p = q p / s                      the share of GPU time spent on prefill
     W_q        = min(rho S / (2 (1 - rho)), (B - 1) S)   M/D/1 mean wait for the prefill server
     TTFT_ss    = o + ftl + (r - 1) p + tau / 2 + S + W_q half a step of residual before the scheduler picks it up;
@@ -95,7 +95,7 @@ from dataclasses import dataclass
 from solver.estimate import pipeline
 from solver.estimate.compute import Factors
 from solver.estimate.engine_step import graph_batch
-from solver.estimate.scheduler import lockstep, prefill_steps_mean
+from solver.estimate.scheduler import lockstep, prefill_steps_mean, tpot_of
 from solver.estimate.workload import DEFAULT_REQUEST_OVERHEAD_S, Workload, mtp_tokens_per_step
 from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET
 from solver.specs.model import ModelSpec
@@ -329,13 +329,6 @@ def serving_figures(kit: ServingKit, prefill_s: float, tau: float) -> tuple[floa
     ttft = served + slot_wait
     return ttft, tpot_of(step / kit.tokens_per_step, kit.osl), first, steady, slot_wait, rho, \
         ttft + steps_out * step, ftl
-
-
-def tpot_of(gap_s: float, osl: int) -> float:
-    """TPOT [s]: the mean gap between a request's output tokens, `gap_s` (a decode step per token emitted), or 0
-    where OSL = 1: no token follows the first, so there is no gap (every engine and path says 0 there; the request
-    time is TTFT alone, and a TPOT SLA is met trivially)."""
-    return gap_s if osl > 1 else 0.0
 
 
 def per_user_rate(tpot_s: float) -> float:

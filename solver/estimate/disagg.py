@@ -92,8 +92,9 @@ from solver.estimate.request_state import (
     kv_bytes_per_token_layer,
     state_of_layers,
 )
-from solver.estimate.closed_loop import ServingPolicy, first_wave_groups, per_user_rate, synced_ranks, tpot_of
+from solver.estimate.closed_loop import ServingPolicy, first_wave_groups, per_user_rate, synced_ranks
 from solver.estimate.engine_step import graph_batch, graph_sizes_at, kernels_launched, step_layers, step_time
+from solver.estimate.scheduler import tpot_of
 from solver.estimate.serving import decode_step, kv_capacity_per_replica, prefill_step
 from solver.estimate.workload import (
     DEFAULT_BENCHMARK_WAVES, Workload, mtp_tokens_per_step, prefix_hit_note, prompt_draft_passes, request_overhead,

@@ -12,7 +12,7 @@ from solver.specs.profile_serving import ep_kernels_hold
 from solver.specs.rule_env import true_device_flags
 
 if TYPE_CHECKING:
-    from solver.specs.framework import HybridStateLayout, IndexerDecodeBound
+    from solver.specs.framework import HybridStateLayout, IndexerDecodeBound, KVBlocks
     from solver.specs.parallel import ParallelConfig
 
 @dataclass(frozen=True)
@@ -67,6 +67,8 @@ class Factors:
     indexer_decode_logits_bound: IndexerDecodeBound | None = None
     # the framework's hybrid state allocation (FrameworkProfile.hybrid_state), read by the memory side
     hybrid_state: "HybridStateLayout | None" = None
+    # the framework's KV blocks (FrameworkProfile.kv_blocks), read by the memory side
+    kv_blocks: "KVBlocks | None" = None
     device_flags: frozenset[str] = frozenset()
     # the framework's disaggregated KV transport (FrameworkProfile.kv_handoff_over_nics): over the RDMA NICs
     # whatever the pools span (estimate.disagg.transfer_tier)
@@ -191,5 +193,6 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         indexer_logits_max_bytes=s.get("indexer_logits_max_bytes"),
         indexer_decode_logits_bound=s.get("indexer_decode_logits_bound"),  # type: ignore[arg-type]
         hybrid_state=s.get("hybrid_state"),  # type: ignore[arg-type]
+        kv_blocks=s.get("kv_blocks"),  # type: ignore[arg-type]
         device_flags=true_device_flags(hw),
     )

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from solver.estimate.factors import Factors
-from solver.estimate.request_state import CacheLayout, hybrid_fields
-from solver.specs.framework import FrameworkProfile, HybridStateLayout, IndexerDecodeBound
+from solver.estimate.request_state import CacheLayout, block_fields, hybrid_fields
+from solver.specs.framework import FrameworkProfile, HybridStateLayout, IndexerDecodeBound, KVBlocks
 from solver.specs.hardware import Hardware
 from solver.specs.rule_env import true_device_flags
-from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET
+from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET, command_budget
 
 TOTAL_FRACTION = 0.95  # seed 3.4: total memory > capacity x 0.95 -> increase parallelism or reduce batch
 WEIGHTS_KV_FRACTION = 0.8  # seed 3.2: parameters + KV close to capacity x 0.8 -> tight
@@ -31,6 +31,9 @@ class MemoryOptions:
     # carry it: engine_options; framework_options given the device), and whether its attention-DP ranks split it
     token_budget: int = DEFAULT_TOKEN_BUDGET
     budget_split_by_attention_dp: bool = False
+    # the budget the engine's command sets over that default (Factors.token_budget_rule, the profile's
+    # step_budget launch argument; None: the default), which chunk_tokens evaluates at a replica's requests
+    token_budget_rule: str | None = None
     # which knob splits the shared experts: frameworks differ (dense MLP TP vs the MoE module's TP)
     shared_experts_knob: str = "dense_tp_size"
     include_mtp: bool = False
@@ -46,6 +49,11 @@ class MemoryOptions:
     # the engine's KVP indexer layout (FrameworkProfile.kvp_replicates_indexer_keys): every KVP rank keeps every
     # token's indexer key, so KVP does not divide them
     kvp_replicates_indexer_keys: bool = False
+    # how the engine's CP ranks decode a cached request (FrameworkProfile.cp_decode_repeats_batch,
+    # cp_decode_shards_kv; neither: each request on one of them, the ranks decoding as attention DP), which the
+    # memory answer says of the cache it splits (rank.kv_split.cp_decode_form)
+    cp_decode_repeats_batch: bool = False
+    cp_decode_shards_kv: bool = False
     # the engine's bound on one indexer logits matrix (FrameworkProfile.indexer_logits_max_bytes; None: the whole
     # matrix), read by the indexer's scratch (activations)
     indexer_logits_max_bytes: float | None = None
@@ -59,6 +67,8 @@ class MemoryOptions:
     # how the engine allocates a hybrid model's constant state beside the KV (FrameworkProfile.hybrid_state; None:
     # the seed's, each request's exact state and KV)
     hybrid_state: HybridStateLayout | None = None
+    # the engine's KV blocks (FrameworkProfile.kv_blocks; None: each request's exact tokens, none reserved)
+    kv_blocks: KVBlocks | None = None
     device_flags: frozenset[str] = frozenset()
     # the prompt tokens a prefill of one request holds, its output aside (the workload's ISL; None: the whole
     # seq_len, where the caller knows no split): the prefill's tokens and the keys its queries score
@@ -67,15 +77,17 @@ class MemoryOptions:
     # mtp_layers): the decode step's rows
     decode_drafts: int = 0
 
-    def chunk_tokens(self, synced: int) -> int:
-        """Tokens of one prefill forward of an attention replica, where `synced` attention-DP ranks step together
-        (closed_loop.synced_ranks): the caller's chunk, else the engine's budget, its share where the engine
-        divides it over those ranks (workload.token_budget's rule)."""
+    def chunk_tokens(self, synced: int, replica_batch: int = 1) -> int:
+        """Tokens of one prefill forward of an attention replica holding `replica_batch` requests, where `synced`
+        attention-DP ranks step together (closed_loop.synced_ranks): the caller's chunk, else the budget the
+        engine's command sets (profile_serving.command_budget: its rule at those requests and the draft depth,
+        else its default), its share where the engine divides it over those ranks (workload.token_budget's rule)."""
         if self.prefill_chunk is not None:
             return self.prefill_chunk
+        budget = command_budget(self.token_budget, self.token_budget_rule, replica_batch, self.decode_drafts)
         if self.budget_split_by_attention_dp and synced > 1:
-            return max(1, self.token_budget // synced)
-        return self.token_budget
+            return max(1, budget // synced)
+        return budget
 
     def prompt_of(self, seq_len: int) -> int:
         """The prompt tokens of a request holding `seq_len` tokens: `prompt_tokens`, never above seq_len."""
@@ -87,15 +99,17 @@ class MemoryOptions:
         return CacheLayout(cp_replicates_kv=self.cp_replicates_kv_cache,
                            index_unquantised=self.indexer_keys_unquantised,
                            kvp_replicates_index=self.kvp_replicates_indexer_keys,
+                           **block_fields(self.kv_blocks),
                            **hybrid_fields(self.hybrid_state, self.decode_drafts))
 
 
 # the engine's layout facts a memory estimate reads: fields of the same name on FrameworkProfile, Factors and
 # MemoryOptions (the profile's YAML, the step costs, the memory side)
 MEMORY_LAYOUT = ("kvp_splits_attention_weights", "cp_replicates_kv_cache", "indexer_keys_unquantised",
-                 "kvp_replicates_indexer_keys", "indexer_decode_logits_unbounded")
+                 "kvp_replicates_indexer_keys", "indexer_decode_logits_unbounded", "cp_decode_repeats_batch",
+                 "cp_decode_shards_kv")
 # the engine's amounts a memory estimate reads, the same way (None where the engine sets none)
-MEMORY_AMOUNTS = ("indexer_logits_max_bytes", "indexer_decode_logits_bound", "hybrid_state")
+MEMORY_AMOUNTS = ("indexer_logits_max_bytes", "indexer_decode_logits_bound", "hybrid_state", "kv_blocks")
 
 
 def engine_options(opts: MemoryOptions | None, f: Factors) -> MemoryOptions:
@@ -128,6 +142,9 @@ def _with_layout(opts: MemoryOptions | None, src: Factors | FrameworkProfile) ->
         layout["device_flags"] = src.device_flags
         layout["token_budget"] = src.token_budget or DEFAULT_TOKEN_BUDGET
         layout["budget_split_by_attention_dp"] = bool(src.budget_split_by_attention_dp)
+        layout["token_budget_rule"] = src.token_budget_rule
+    else:  # the rule is the command's, whatever the device
+        layout["token_budget_rule"] = src.launch.step_budget_rule() if src.launch is not None else None
     if all(getattr(opts, k) == v for k, v in layout.items()):
         return opts
     return replace(opts, **layout)

@@ -13,7 +13,7 @@ from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
 
 if TYPE_CHECKING:
-    from solver.specs.framework import HybridStateLayout
+    from solver.specs.framework import HybridStateLayout, KVBlocks
 
 
 def _primary(model: ModelSpec):
@@ -66,6 +66,10 @@ class CacheLayout:
     # requests verify draft tokens: the MTP layers are in the model the engine groups its pages over, on every
     # pipeline stage (block_alignment)
     drafting: bool = False
+    # the KV block of tokens (FrameworkProfile.kv_blocks.tokens): each rank's share of a request's tokens in a
+    # layer rounded up to whole blocks; and the blocks the pool keeps no request holds (kv_blocks.reserved)
+    kv_block: int = 1
+    reserved_blocks: int = 0
 
 
 def hybrid_fields(hybrid: "HybridStateLayout | None", drafts: int = 0) -> dict:
@@ -81,6 +85,11 @@ def hybrid_fields(hybrid: "HybridStateLayout | None", drafts: int = 0) -> dict:
             "key_page_holds_ssm": hybrid.key_page_holds_ssm, "drafting": drafts > 0}
 
 
+def block_fields(blocks: "KVBlocks | None") -> dict:
+    """CacheLayout's fields from the engine's KVBlocks (None: exact tokens, none reserved)."""
+    return {} if blocks is None else {"kv_block": blocks.tokens, "reserved_blocks": blocks.reserved}
+
+
 SEED_LAYOUT = CacheLayout()  # the seed's: CP and KVP shard every growing cache, indexer keys in the layer's format
 
 
@@ -94,20 +103,29 @@ class StateBytes:
 
 
 def state_of_layers(layers: list, kv_bytes: int, attn_tp: int, seq_len: float,
-                    group: int | None = None, index_unquantised: bool = False) -> StateBytes:
+                    group: int | None = None, index_unquantised: bool = False, kv_block: int = 1,
+                    shards: int = 1, index_shards: int = 1) -> StateBytes:
     """Per-request state of (layer, count) pairs holding `seq_len` tokens; `group`: the attention-TP group
     (ParallelConfig.attn_tp_group; None: attention TP), which splits the heads of the blocks KVP does not split;
-    `index_unquantised`: the engine caches indexer keys in the activation dtype (State.index_bytes)."""
+    `index_unquantised`: the engine caches indexer keys in the activation dtype (State.index_bytes); `kv_block`:
+    each of the `shards` (`index_shards` for the indexer keys) ranks splitting a layer's tokens holds its share
+    in whole blocks of this many (the caller divides by the shards)."""
     group = group or attn_tp
     kv = idx = const = 0.0
     for layer, n in layers:
         for block in layer.blocks:
             st = block.state(kv_bytes, heads_split(block, attn_tp, group))
             held = st.tokens_held(seq_len)
-            kv += n * st.per_token_bytes * held
-            idx += n * st.index_bytes(index_unquantised) * held
+            kv += n * st.per_token_bytes * in_blocks(held, shards, kv_block)
+            idx += n * st.index_bytes(index_unquantised) * in_blocks(held, index_shards, kv_block)
             const += n * st.constant_bytes
     return StateBytes(kv, idx, const)
+
+
+def in_blocks(tokens: float, shards: int, block: int) -> float:
+    """`tokens` split over `shards` ranks, each share rounded up to whole blocks of `block` tokens, times the
+    shards (block 1: the tokens as they are)."""
+    return tokens if block == 1 else block * math.ceil(tokens / (shards * block)) * shards
 
 
 def cached_tokens_per_layer_sum(model: ModelSpec, seq_len: int) -> float:
@@ -146,7 +164,7 @@ def request_state(model: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len
 
     def build() -> StateBytes:
         st = state_of_layers(model.layer_groups + _mtp_layers(model, mtp_layers), prec.kv_bytes, pc.attn_tp_size,
-                             seq_len, group, layout.index_unquantised)
+                             seq_len, group, layout.index_unquantised, layout.kv_block, shards, index_shards)
         return StateBytes(st.kv / shards, st.index / index_shards, st.constant)
 
     def engine() -> StateBytes:
@@ -163,8 +181,23 @@ def request_state(model: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len
 
     key = (pc.attn_tp_size, group, shards, index_shards, layout.index_unquantised, prec.kv_bytes, seq_len, mtp_layers,
            layout.block_alignment, layout.latent_block_alignment, layout.state_pool_share, layout.state_pages,
-           layout.key_page_holds_ssm, layout.drafting)
+           layout.key_page_holds_ssm, layout.drafting, layout.kv_block)
     return _REQUEST_STATE.get((model,), key, engine)
+
+
+def reserved_blocks(model: ModelSpec, pc: ParallelConfig, prec: Precision, mtp_layers: int = 0,
+                    kvp_splits_weights: bool = False, layout: CacheLayout = SEED_LAYOUT) -> StateBytes:
+    """The blocks a rank's KV pool keeps that no request holds (layout.reserved_blocks, vLLM's null block): each a
+    block of tokens in every layer's KV and indexer keys on the rank. Not counted where a hybrid's state shares
+    the pages (layout.block_alignment): its block and pages are shared_pages' own, of which one page a tensor
+    would be the reserve (left out: under 1% of a request's pages at the hybrids' blocks of 1,000+ tokens)."""
+    if not layout.reserved_blocks:
+        return StateBytes(0.0, 0.0, 0.0)
+    st = state_of_layers(model.layer_groups + _mtp_layers(model, mtp_layers), prec.kv_bytes, pc.attn_tp_size,
+                         layout.kv_block, pc.attn_tp_group(kvp_splits_weights), layout.index_unquantised)
+    if layout.block_alignment is not None and st.constant > 0:
+        return StateBytes(0.0, 0.0, 0.0)
+    return StateBytes(layout.reserved_blocks * st.kv, layout.reserved_blocks * st.index, 0.0)
 
 
 def _engine_layers(model: ModelSpec, mtp_layers: int, drafting: bool) -> tuple[list, range]:
@@ -314,12 +347,14 @@ def cache_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch:
                    kvp_splits_weights: bool = False) -> tuple[float, float, float]:
     """(KV bytes, indexer bytes, sequences per rank). CP and KVP shard tokens (CP not where the engine's CP ranks
     each keep the whole cache, KVP not the indexer keys where its ranks each keep them all: `layout`); TP shards
-    GQA heads only; the KV pool's share of a state pool's spare slots (spare_pool). Constant per-request state
-    (linear / SSM layers): `state_per_rank`."""
+    GQA heads only; the KV pool's share of a state pool's spare slots (spare_pool) and the blocks it reserves
+    (reserved_blocks). Constant per-request state (linear / SSM layers): `state_per_rank`."""
     seqs = held_per_replica(batch, pc)
     st = request_state(model, pc, prec, seq_len, mtp_layers, kvp_splits_weights, layout)
     spare = spare_pool(model, pc, prec, seqs, seq_len, mtp_layers, kvp_splits_weights, layout)
-    return seqs * st.kv + spare * (1 - (layout.state_pool_share or 0.0)), seqs * st.index, seqs
+    null = reserved_blocks(model, pc, prec, mtp_layers, kvp_splits_weights, layout)
+    return (seqs * st.kv + spare * (1 - (layout.state_pool_share or 0.0)) + null.kv, seqs * st.index + null.index,
+            seqs)
 
 
 def state_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch: float, seq_len: int,

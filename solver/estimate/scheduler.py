@@ -174,8 +174,16 @@ def simulate(spec: LoopSpec, policy: str) -> LoopResult:
             if sent < total:
                 send(now + spec.first_token_s)  # the client sees the last token ftl later, then sends
     ttft = [q.first + spec.first_token_s - q.send for q in reqs]  # the jittered front end counts in TTFT
-    tpot = [(q.done - q.first) / (spec.osl - 1) if spec.osl > 1 else 0.0 for q in reqs]
+    tpot = [tpot_of((q.done - q.first) / max(1, spec.osl - 1), spec.osl) for q in reqs]
     return LoopResult(sum(ttft) / len(ttft), sum(tpot) / len(tpot), len(reqs), now)
+
+
+def tpot_of(gap_s: float, osl: int) -> float:
+    """TPOT [s]: the mean gap between a request's output tokens, `gap_s` (a decode step per token emitted, or a
+    request's decode time over its OSL - 1 gaps), or 0 where OSL = 1: no token follows the first, so there is no
+    gap (every engine and path says 0 there, the event loop, lockstep and the closed loop alike; the request time
+    is TTFT alone, and a TPOT SLA is met trivially)."""
+    return gap_s if osl > 1 else 0.0
 
 
 def prefill_steps_mean(requests: int, per_step: int) -> float:
@@ -208,8 +216,8 @@ def lockstep(cohort: int, n: int, prefill_s: float, decode_s: float, decode_step
     prefill_total = t
     mean_first = ready / cohort
     decode_total = decode_steps * decode_s
-    tpot = (prefill_total - mean_first + decode_total) / (osl - 1) if osl > 1 else 0.0
+    tpot = tpot_of((prefill_total - mean_first + decode_total) / max(1, osl - 1), osl)
     return Lockstep(mean_first + first_token_s, tpot, prefill_total + decode_total)
 
 
-__all__ = ["LoopSpec", "LoopResult", "simulate", "lockstep", "Lockstep", "prefill_steps_mean", "POLICIES"]
+__all__ = ["LoopSpec", "LoopResult", "simulate", "lockstep", "Lockstep", "prefill_steps_mean", "tpot_of", "POLICIES"]

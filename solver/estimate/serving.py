@@ -158,7 +158,7 @@ def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
         return Estimate(fig.ttft_s, fig.tpot_s, pre, dec, memory, fig.output_tokens_per_s,
                         per_user_rate(fig.tpot_s), pc.world_size, sp.per_replica)
     t, shape = fig.times, sp.shape
-    # OSL 1: no token follows the first, so no TPOT (closed_loop.tpot_of) nor per-user rate, whatever the policy
+    # OSL 1: no token follows the first, so no TPOT (scheduler.tpot_of) nor per-user rate, whatever the policy
     return Estimate(t.ttft_s, t.tpot_s, pre, dec, memory, fig.output_tokens_per_s,
                     per_user_rate(t.tpot_s), pc.world_size,
                     shape.per_replica, ttft_first_wave_s=t.ttft_first_wave_s, ttft_steady_s=t.ttft_steady_s,

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from solver.estimate.compute import Factors
-from solver.specs.expr import Expr, compile_expr
-from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET
+from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET, command_budget
 from solver.specs.scenario import DEFAULT_MTP_ACCEPT, Scenario
 
 # Requests a benchmark run sends, in multiples of the concurrency (num_prompts = k x concurrency). The CSV does not
@@ -117,7 +116,7 @@ def _share(x: float) -> str:
 
 
 def one_token_note(osl: int, phase: str = "serving") -> str | None:
-    """What a serving answer at OSL 1 means by its TPOT (closed_loop.tpot_of), said once; None otherwise."""
+    """What a serving answer at OSL 1 means by its TPOT (scheduler.tpot_of), said once; None otherwise."""
     if osl != 1 or phase != "serving":
         return None
     return ("one output token per request (--osl 1): no token follows the first, so TPOT and the per-user rate are 0, "
@@ -154,18 +153,10 @@ def token_budget(wl: Workload, f: Factors, synced: int, replica_batch: int = 1) 
     if wl.token_budget is not None:
         budget = wl.token_budget
     else:
-        budget = f.token_budget or DEFAULT_TOKEN_BUDGET
-        if f.token_budget_rule is not None:
-            names = {"token_budget": budget, "replica_batch": max(1, replica_batch), "mtp": wl.mtp}
-            budget = int(_rule(f.token_budget_rule).evaluate(names))
+        budget = command_budget(f.token_budget or DEFAULT_TOKEN_BUDGET, f.token_budget_rule, replica_batch, wl.mtp)
     if f.budget_split_by_attention_dp and synced > 1:
         budget = budget // synced
     return max(1, budget)
-
-
-@lru_cache(maxsize=64)
-def _rule(text: str) -> Expr:
-    return compile_expr(text)
 
 
 def prompt_draft_passes(draft_passes: int) -> int:

@@ -112,7 +112,7 @@ def phase_scenario(scenario: Scenario, phase: str, batch: int | None = None) -> 
         return Scenario(kind=scenario.kind, isl=scenario.isl, osl=scenario.osl, concurrency=batch,
                         max_concurrency=scenario.max_concurrency, ttft_ms=scenario.ttft_ms, mtp=scenario.mtp,
                         mtp_accept=scenario.mtp_accept, phase="prefill", prefix_hit=scenario.prefix_hit)
-    # OSL 1: no token follows the first, so the TPOT SLA bounds no gap (closed_loop.tpot_of) nor the decode pool
+    # OSL 1: no token follows the first, so the TPOT SLA bounds no gap (scheduler.tpot_of) nor the decode pool
     return Scenario(kind=scenario.kind, isl=scenario.isl, osl=scenario.osl, max_concurrency=scenario.max_concurrency,
                     tpot_ms=scenario.tpot_ms if scenario.osl > 1 else None, mtp=scenario.mtp,
                     mtp_accept=scenario.mtp_accept, phase="decode")

@@ -23,16 +23,36 @@ def kv_share_warning(cp_replicates_kv: bool) -> str:
     return said + "KVP / CP"
 
 
-def decode_cp_note(cp: int, cp_replicates_kv: bool, cp_repeats: bool = False) -> str:
-    """What cp_size does to a decode step (estimate.step_parts.decode_layout): its ranks decode as attention
-    DP; where they each keep the whole cache they also all-gather every step's new K/V and hidden states; where
-    they each decode the whole batch (FrameworkProfile.cp_decode_repeats_batch) they repeat one another."""
+def cp_decode_form(cp_replicates_kv: bool, cp_repeats: bool = False, cp_shards: bool = False) -> str:
+    """How an engine's CP ranks hold and decode a request once its prompt is cached (estimate.step_parts.
+    decode_layout), one reading for `check`'s note and `memory`'s cache line: "repeats" (each decodes the whole
+    batch over the whole cache: FrameworkProfile.cp_decode_repeats_batch), "copies" (each keeps the whole cache,
+    each request decoded on one: cp_replicates_kv_cache), "shards" (each keeps 1/cp of every request and decodes
+    the whole batch over it: cp_decode_shards_kv), else "owner" (each request and its whole cache on one of
+    them: the ranks decode as attention DP)."""
     if cp_repeats:
+        return "repeats"
+    if cp_replicates_kv:
+        return "copies"
+    return "shards" if cp_shards else "owner"
+
+
+def decode_cp_note(cp: int, cp_replicates_kv: bool, cp_repeats: bool = False, cp_shards: bool = False) -> str:
+    """What cp_size does to a decode step (estimate.step_parts.decode_layout, cp_decode_form): its ranks decode
+    as attention DP; where they each keep the whole cache they also all-gather every step's new K/V and hidden
+    states; where they each decode the whole batch (FrameworkProfile.cp_decode_repeats_batch) they repeat one
+    another; where each keeps a shard of every request's cache they each read theirs and merge."""
+    form = cp_decode_form(cp_replicates_kv, cp_repeats, cp_shards)
+    if form == "shards":
+        return (f"cp_size {cp} splits prompts and each request's cache: in decode each of its {cp} ranks keeps 1/{cp} "
+                "of every request's KV and runs the whole batch over it, the partial attention outputs merged over "
+                "the group (costed in this estimate)")
+    if form == "repeats":
         return (f"cp_size {cp} splits prompts: in decode each of its {cp} ranks runs the whole batch with the "
                 "attention weights whole and keeps the whole cache, so the step is no faster than cp_size 1 and "
                 f"the {cp} ranks add no decode throughput (costed in this estimate); it pays off only where these "
                 "ranks also prefill long prompts")
-    if cp_replicates_kv:
+    if form == "copies":
         return (f"cp_size {cp} splits prompts: in decode each request runs on one of its {cp} ranks, and every "
                 "step all-gathers the new K/V of every layer and the last hidden states over them, as each keeps "
                 "the whole cache (costed in this estimate); it pays off only where these ranks also prefill long "

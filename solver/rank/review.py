@@ -213,7 +213,8 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
         r.common_errors += found
         r.notes += notes
     if wl.kind == "decode" and pc.cp_size > 1:
-        r.notes.append(decode_cp_note(pc.cp_size, fw.cp_replicates_kv_cache, fw.cp_decode_repeats_batch))
+        r.notes.append(decode_cp_note(pc.cp_size, fw.cp_replicates_kv_cache, fw.cp_decode_repeats_batch,
+                                      fw.cp_decode_shards_kv))
     if previous is not None:
         changed = [k for k in KNOBS if getattr(previous, k) != getattr(pc, k)]
         if changed and online_split is not True:

@@ -66,6 +66,7 @@ class DisaggReport:
     kvp_in_tp: bool = False  # the engine's KVP reuses its TP ranks: TP as the engine counts it
     replica_knobs: tuple[str, ...] = ()  # FrameworkProfile.replica_knobs: DP as the engine counts it
     config: str | None = None  # the config's own name where `model` (as asked) is another's (model_catalog.model_names)
+    aggregated_cards: int | None = None  # the cards the aggregated plan is on: the disaggregated plan's where they hold one
 
 
 def utilisation(share: float) -> str:
@@ -99,15 +100,15 @@ def idle_reason(concurrency: int, scenario: Scenario) -> str:
 
 
 def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int,
-            kvp_in_tp: bool = False, agg_error: str | None = None) -> Comparison:
+            kvp_in_tp: bool = False, agg_error: str | None = None, agg_cards: int | None = None) -> Comparison:
     """Which wins on the scenario's score (request latency vs output tokens/s per rank), by how much, why
     (`agg_error`: why the aggregated plan on the same cards and SLA has no configuration, said beside the
-    verdict, so a disaggregated win by default reads as one)."""
+    verdict, so a disaggregated win by default reads as one; `agg_cards`: the cards the aggregated plan was
+    planned on, the disaggregated plan's own where they hold one (entry.run_disagg))."""
     e = d.estimate
     if agg is None:
         return Comparison("disagg", None, ("no aggregated configuration fits these cards and SLA"
                                            + (f": {agg_error}" if agg_error else ""),))
-    # the aggregated deployment uses every card; the disaggregated one may leave some idle
     a = agg.planned.estimate
     ratio = e.output_tokens_per_s_per_rank / a.output_tokens_per_s_per_rank
     lat_d = scenario.request_latency(e.ttft_s, e.tpot_s)
@@ -142,8 +143,11 @@ def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int
                f"({e.transfer.bytes_per_request / 1e6:.1f} MB over {e.transfer.tier}) and keeps "
                f"{d.prefill.ranks} of {d.cards} ranks on prefill (utilisation {utilisation(e.times.prefill_utilization)})")
     if d.cards < cards:
+        same = (f"the aggregated plan is priced on the same {d.cards}" if agg_cards == d.cards else
+                f"the aggregated plan, which has no configuration on {d.cards}, on all {cards}")
         why.append(f"the disaggregated plan uses {d.cards} of the {cards} cards "
-                   f"({idle_reason(e.concurrency, scenario)}); its per-rank figures count only the ranks used")
+                   f"({idle_reason(e.concurrency, scenario)}); its per-rank figures count only the ranks used, "
+                   f"and {same}")
     winner = "disagg" if sd < sa else "agg"
     return Comparison(winner, ratio, tuple(why), sd - sa)
 
@@ -266,7 +270,8 @@ def report_dict(r: DisaggReport, ranks_per_node: int | None = None) -> dict[str,
     agg = None
     if r.aggregated is not None:
         a = candidate_dict(r.aggregated, r.knobs, r.replica_knobs)
-        agg = {"pattern": a["pattern"], "parallel_config": a["parallel_config"], "estimation": a["estimation"]}
+        agg = {"cards": r.aggregated_cards or r.cards, "pattern": a["pattern"], "parallel_config": a["parallel_config"],
+               "estimation": a["estimation"]}
     return {
         "serving": "disagg",
         "model": r.model, **({"config": r.config} if r.config else {}), "hardware": r.hardware, "cards": r.cards,

@@ -1,6 +1,7 @@
 """Plain data for `inspect` and `memory` (renderers only: every figure comes from estimate/)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from solver.estimate.params import count_params
@@ -190,12 +191,17 @@ def cache_layout_data(m: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len
     from solver.estimate.request_state import (indexer_bytes_per_token_layer, kv_bytes_per_token_layer,
                                                request_state, state_of_layers)
 
-    layout = opts.cache_layout
+    from solver.rank.kv_split import cp_decode_form
+
+    layout = replace(opts.cache_layout, kv_block=1)  # the split of a request's tokens, before their blocks
     whole = state_of_layers(m.layer_groups, prec.kv_bytes, pc.attn_tp_size, seq_len,
                             pc.attn_tp_group(opts.kvp_splits_attention_weights), layout.index_unquantised)
     rank = request_state(m, pc, prec, seq_len, kvp_splits_weights=opts.kvp_splits_attention_weights, layout=layout)
     out: dict[str, Any] = {"kv_bytes_per_token_layer": kv_bytes_per_token_layer(m, prec.kv_bytes, pc.attn_tp_size),
                            "kv_split": round(whole.kv / rank.kv) if rank.kv else 1}
+    if pc.cp_size > 1:  # how its CP ranks decode a cached request, as check's note says (rank.kv_split)
+        out["cp_decode"] = cp_decode_form(opts.cp_replicates_kv_cache, opts.cp_decode_repeats_batch,
+                                          opts.cp_decode_shards_kv)
     if m.has_mla:
         out["kv_holds"] = {"latent": m.kv_lora_rank, "rope": m.qk_rope_head_dim}
     if m.has_dsa:
@@ -230,11 +236,18 @@ def _state_data(m: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len: int,
 def cache_line(cache: dict[str, Any], pc: ParallelConfig) -> str:
     """cache_layout_data in a sentence: each part's bytes per token per layer and the ways it is split on the
     CP x KVP ranks of a request ('whole on each' where the engine keeps it so)."""
-    shards = pc.cp_size * pc.kvp_size
+    shards, cp = pc.cp_size * pc.kvp_size, pc.cp_size
+    # the CP ranks decode as attention DP: a request's cache is on the one decoding it (1/cp of the requests a
+    # rank: the same bytes as a 1/cp share of each), as check's note says (rank.kv_split.decode_cp_note)
+    owner = cache.get("cp_decode") == "owner"
 
     def split(n: int) -> str:
         if shards == 1:
             return "no CP / KVP split"
+        if owner:  # split only by KVP on the CP rank that holds the request
+            k = n // cp
+            return ("whole" if pc.kvp_size == 1 else f"split {k} ways over KVP {pc.kvp_size}" if k > 1
+                    else f"whole on each of the {pc.kvp_size} KVP ranks")
         return f"split {n} ways over CP x KVP {shards}" if n > 1 else f"whole on each of the {shards} CP x KVP ranks"
 
     holds = cache.get("kv_holds")
@@ -246,6 +259,9 @@ def cache_line(cache: dict[str, Any], pc: ParallelConfig) -> str:
                      f"{split(cache['index_split'])}")
     if "state" in cache:
         parts.append(_state_words(cache["state"]))
+    if owner:
+        parts.append(f"each request on the one of the {cp} CP ranks that decodes it (they decode as attention DP, "
+                     f"each holding 1/{cp} of the requests)")
     return "cache per token per layer on one attention-TP rank: " + "; ".join(parts)
 
 

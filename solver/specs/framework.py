@@ -89,6 +89,21 @@ class HybridStateLayout(BaseModel):
         return self
 
 
+class KVBlocks(BaseModel):
+    """How the engine allocates the KV cache in blocks of tokens: a request holds ceil(tokens / block) blocks in
+    each layer (up to block - 1 tokens past its own), and the pool keeps `reserved` blocks no request holds (vLLM's
+    null block). Read by request_state (CacheLayout.kv_block) for every model whose KV is not in a hybrid's shared
+    pages (hybrid_state.block_alignment sizes those)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    tokens: int = Field(ge=1, description="tokens of one KV block by default (vLLM --block-size's default, "
+                        "SGLang --page-size's); 1: a request holds its exact tokens")
+    reserved: int = Field(0, ge=0, description="blocks of the pool on each rank no request holds (vLLM: one, the "
+                          "null block that pads block tables)")
+    source: str = Field(description="where the engine does it")
+
+
 # what a no-prefix-cache condition reads (NoPrefixCache.when): the model's yes/no facts (rule_env.model_facts)
 PREFIX_CACHE_NAMES = frozenset({"has_mla", "has_dsa", "has_csa", "has_recurrent_mixer"})
 
@@ -203,6 +218,9 @@ class FrameworkProfile(BaseModel):
     hybrid_state: HybridStateLayout | None = Field(
         None, description="how it allocates a hybrid model's constant per-request state beside the KV "
         "(HybridStateLayout); unset: the seed's, each request's state counted once beside its exact KV")
+    kv_blocks: KVBlocks | None = Field(
+        None, description="the KV cache's block of tokens and the blocks its pool reserves (KVBlocks); unset: each "
+        "request's exact tokens, no block reserved")
     no_prefix_cache: NoPrefixCache | None = Field(
         None, description="the models it serves without a prefix cache as launched (NoPrefixCache); unset: its "
         "launch caches prefixes for every model")
@@ -478,6 +496,8 @@ class FrameworkProfile(BaseModel):
             out["indexer_decode_logits_bound"] = self.indexer_decode_logits_bound  # type: ignore[assignment]
         if self.hybrid_state is not None:
             out["hybrid_state"] = self.hybrid_state  # type: ignore[assignment]
+        if self.kv_blocks is not None:
+            out["kv_blocks"] = self.kv_blocks  # type: ignore[assignment]
         out.update(self.serving_factors(vendor))
         return out
 

@@ -3,6 +3,7 @@ the serving features (CUDA-graph batch ranges, ...) the estimator reads (specs/f
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -13,6 +14,7 @@ from solver.specs.limits import MAX_TOKENS
 from solver.specs.rule_env import DEVICE_FLAGS, device_flags
 
 if TYPE_CHECKING:
+    from solver.specs.expr import Expr
     from solver.specs.hardware import Hardware
     from solver.specs.parallel import ParallelConfig
 
@@ -48,6 +50,23 @@ class TokenBudgetTier(BaseModel):
 # Tokens per scheduler step when neither the workload nor the framework profile sets one: the public default
 # of vLLM max_num_batched_tokens / SGLang chunked_prefill_size (the profiles carry each framework's own)
 DEFAULT_TOKEN_BUDGET = 8192
+
+
+def command_budget(default: int, rule: str | None, replica_batch: int, mtp: int) -> int:
+    """The tokens per forward step the engine's command gives one engine instance: its `rule` (the profile's
+    step_budget launch argument, e.g. max(token_budget, replica_batch * (1 + mtp))) over the `default` budget,
+    the `replica_batch` requests the command gives the instance and the MTP depth; the default where it sets
+    none. One reading for the step the estimate prices (workload.token_budget) and the chunk memory holds
+    (MemoryOptions.chunk_tokens)."""
+    if rule is None:
+        return default
+    return int(_budget_rule(rule).evaluate({"token_budget": default, "replica_batch": max(1, replica_batch),
+                                            "mtp": mtp}))
+
+
+@lru_cache(maxsize=64)
+def _budget_rule(text: str) -> "Expr":
+    return compile_expr(text)
 
 
 class FrameworkScheduler(BaseModel):
