@@ -43,3 +43,53 @@ def test_the_disagg_fast_path_pads_and_holds_as_estimate_disagg_does() -> None:
     prepared, _ = accuracy_disagg.prepare_rows(picked)
     assert len(prepared) == 5
     assert accuracy_disagg.check_fast_path(prepared) < 1e-9
+
+
+# ------------------------------------------------------------------ decode graphs past the listed sizes
+
+
+def _sglang_factors(hw_name: str = "h200_sxm"):
+    from solver.estimate.compute import factors_for
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+
+    hw = load_hardware(hw_name)
+    return factors_for(hw, load_framework("sglang").serving_factors(hw.vendor))
+
+
+def test_a_lifted_graph_cap_captures_the_engines_sizes_below_it() -> None:
+    # sglang 0.5.23 arg_groups/cuda_graph_hook.py:515: multiples of 32 from 512 up to max_bs, then max_bs itself;
+    # before: the lifted cap of 2048 followed 512 directly, and 532 running sequences ran padded to 2048
+    from solver.estimate.engine_step import graph_batch, graph_sizes_at
+    from solver.specs.parallel import ParallelConfig
+
+    f = _sglang_factors()
+    pc = ParallelConfig(world_size=8, attn_tp_size=8, moe_tp_size=8)
+    sizes = graph_sizes_at(f, pc, 256, 2048)
+    assert sizes[-1] == 2048 and {512, 544, 576, 2016} <= set(sizes) and 2047 not in sizes
+    assert graph_batch(532, sizes) == (544, False)
+
+
+def test_an_unlifted_graph_cap_is_unchanged_by_the_open_range() -> None:
+    from solver.estimate.engine_step import graph_sizes_at
+    from solver.specs.parallel import ParallelConfig
+
+    f = _sglang_factors()
+    pc = ParallelConfig(world_size=8, attn_tp_size=8, moe_tp_size=8)
+    assert graph_sizes_at(f, pc, 256, 300)[-1] == 512 and max(graph_sizes_at(f, pc, 256, 300)) == 512
+
+
+def test_only_the_last_graph_range_may_run_on_to_the_cap() -> None:
+    from pydantic import ValidationError
+
+    from solver.specs.profile_serving import FrameworkServing
+
+    cap = [{"value": 512}]
+    with pytest.raises(ValidationError, match="only the last range may run on to the cap"):
+        FrameworkServing.model_validate({"graph_batches": [{"start": 1}, {"start": 8, "stop": 16}],
+                                         "graph_max_batch": cap})
+    with pytest.raises(ValidationError, match="graph_max_batch must name it"):
+        FrameworkServing.model_validate({"graph_batches": [{"start": 1, "stop": 4}, {"start": 8, "step": 8}]})
+    ok = FrameworkServing.model_validate({"graph_batches": [{"start": 1, "stop": 4}, {"start": 8, "step": 8}],
+                                          "graph_max_batch": cap})
+    assert ok.graph_sizes() == (1, 2, 3, 4) and ok.graph_open() == (8, 8)
