@@ -93,3 +93,54 @@ def test_only_the_last_graph_range_may_run_on_to_the_cap() -> None:
     ok = FrameworkServing.model_validate({"graph_batches": [{"start": 1, "stop": 4}, {"start": 8, "step": 8}],
                                           "graph_max_batch": cap})
     assert ok.graph_sizes() == (1, 2, 3, 4) and ok.graph_open() == (8, 8)
+
+
+# ------------------------------------------------------------------ profiler traces a user brings
+
+
+def _calibrate_json(path: Path) -> tuple[dict, str]:
+    import json
+
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    res = CliRunner().invoke(main, ["calibrate", str(path), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout), res.stderr
+
+
+def _as_begin_end(events: list[dict]) -> list[dict]:
+    out = []
+    for e in events:
+        if e.get("ph") != "X":
+            out.append(e)
+            continue
+        begin = {k: v for k, v in e.items() if k != "dur"}
+        out += [{**begin, "ph": "B"}, {"ph": "E", "pid": e["pid"], "tid": e["tid"], "ts": e["ts"] + e["dur"]}]
+    return out
+
+
+def test_a_trace_written_as_begin_end_pairs_reads_as_its_complete_events(tmp_path: Path) -> None:
+    # before: B/E slices were dropped without a word (the H800 trace so written read 0% communication, a
+    # 112 ms host window as its step); 20% communication of a 10 ms step either way
+    import traces_synth as ts
+
+    trace = ts.comm_share_trace()
+    plain, _ = _calibrate_json(ts.write_trace(tmp_path / "x.json", trace))
+    paired, _ = _calibrate_json(ts.write_trace(tmp_path / "be.json", {**trace,
+                                                                       "traceEvents": _as_begin_end(trace["traceEvents"])}))
+    assert paired["step_time_ms"] == plain["step_time_ms"] == [10.0]
+    assert paired["communication_ratio_raw"] == plain["communication_ratio_raw"] == pytest.approx(0.2)
+    assert paired["kernel_share"] == plain["kernel_share"]
+
+
+def test_a_begin_with_no_end_is_a_left_out_event_named_in_a_note(tmp_path: Path) -> None:
+    import traces_synth as ts
+
+    trace = ts.comm_share_trace()
+    events = _as_begin_end(trace["traceEvents"])
+    events.pop()  # the NCCL kernel's end: a trace cut short
+    out, err = _calibrate_json(ts.write_trace(tmp_path / "cut.json", {**trace, "traceEvents": events}))
+    assert out["communication_ratio_raw"] == 0.0
+    assert "1 event left out" in err and "with no E (a trace cut short?)" in err
