@@ -144,3 +144,14 @@ def test_a_begin_with_no_end_is_a_left_out_event_named_in_a_note(tmp_path: Path)
     out, err = _calibrate_json(ts.write_trace(tmp_path / "cut.json", {**trace, "traceEvents": events}))
     assert out["communication_ratio_raw"] == 0.0
     assert "1 event left out" in err and "with no E (a trace cut short?)" in err
+
+
+def test_rocm_tensile_gemms_and_ascend_mc2_exchanges_are_classed_as_what_they_run() -> None:
+    # before: a ROCm trace's hipBLASLt GEMMs were "other" (the Qwen3 prefill example with its dense GEMMs so
+    # named: GEMM/MoE 33.65 ms, +9.6% "ok", against 38.07 ms, +24.0%), and Ascend's MC2 EP dispatch/combine GEMM/MoE
+    from solver.calibrate.classify import classify
+
+    assert classify("Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x256x64_MI16x16x1_SN_LDSB1_AFC1") == "gemm_moe"
+    assert classify("MoeDistributeDispatchV2") == "communication"
+    assert classify("MoeDistributeCombine") == "communication"
+    assert classify("MoeGatingTopK") == "gemm_moe"  # the router stays with the experts
