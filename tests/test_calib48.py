@@ -155,3 +155,59 @@ def test_rocm_tensile_gemms_and_ascend_mc2_exchanges_are_classed_as_what_they_ru
     assert classify("MoeDistributeDispatchV2") == "communication"
     assert classify("MoeDistributeCombine") == "communication"
     assert classify("MoeGatingTopK") == "gemm_moe"  # the router stays with the experts
+
+
+# ------------------------------------------------------------------ a user's own measurement CSV
+
+
+def _from_csv(tmp_path: Path, text: str) -> tuple[int, list[dict], str]:
+    import csv
+    import io
+
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    src = tmp_path / "mine.csv"
+    src.write_text(text)
+    res = CliRunner().invoke(main, ["estimate", "--from-csv", str(src), "--out", "-"])
+    return res.exit_code, list(csv.DictReader(io.StringIO(res.stdout))) if res.exit_code == 0 else [], res.stderr
+
+
+def test_each_row_carries_its_error_as_the_benchmark_computes_it(tmp_path: Path) -> None:
+    code, rows, err = _from_csv(tmp_path, "model,system,backend,tp,isl,osl,concurrency,ttft_ms,tpot_ms\n"
+                                          "Qwen/Qwen3-32B,h100_sxm,vllm,2,2000,100,8,200,20\n"
+                                          "Qwen/Qwen3-32B,h100_sxm,vllm,2,2000,100,8,,\n")
+    assert code == 0
+    measured, blank = rows
+    assert float(measured["ttft_err"]) == pytest.approx(float(measured["ttft_ms_pred"]) / 200 - 1, abs=1e-4)
+    assert float(measured["tpot_err"]) == pytest.approx(float(measured["tpot_ms_pred"]) / 20 - 1, abs=1e-4)
+    assert blank["ttft_err"] == blank["tpot_err"] == "" and float(blank["tpot_ms_pred"]) > 0
+    assert "median |error|" in err and "over 1 rows with a measurement" in err
+
+
+def test_a_column_the_rows_are_not_read_from_is_named_in_a_note(tmp_path: Path) -> None:
+    # before: ttft_s / tpot_s (seconds, another name) passed through as if compared
+    code, rows, err = _from_csv(tmp_path, "model,system,backend,tp,isl,osl,concurrency,ttft_s,tpot_s\n"
+                                          "Qwen/Qwen3-32B,h100_sxm,vllm,2,2000,100,8,0.2,0.02\n")
+    assert code == 0 and rows[0]["ttft_err"] == ""
+    assert ("column(s) not read, carried to the output as given: ttft_s, tpot_s (measured times are read from "
+            "ttft_ms / tpot_ms, in milliseconds)") in err
+
+
+def test_a_header_in_other_case_is_refused_with_the_names_it_has(tmp_path: Path) -> None:
+    code, _, err = _from_csv(tmp_path, "Model,System,TP,ISL,OSL,Concurrency\nQwen/Qwen3-32B,h100_sxm,2,2000,100,8\n")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "(the header has 'Model' for model, 'System' for system" in err
+
+
+@needs_agg
+def test_the_calibration_csvs_columns_are_all_read_but_their_labels() -> None:
+    import csv
+
+    from solver.measured import MEASURED_COLUMNS, READ_COLUMNS
+    from solver.measured_disagg import READ_COLUMNS as DISAGG_READ
+
+    for path, read in ((AGG_CSV, READ_COLUMNS), (DISAGG_CSV, DISAGG_READ)):
+        header = next(csv.reader(path.open()))
+        assert set(header) - set(read) - set(MEASURED_COLUMNS) == {"id", "backend_version"}
