@@ -60,6 +60,9 @@ from solver.specs.limits import MAX_CARDS, MAX_CONCURRENCY, MAX_MTP, MAX_TOKENS
 from solver.specs.scenario import DEFAULT_MTP_ACCEPT, accept_unread
 
 REQUIRED_COLUMNS = ("model", "system", "isl", "osl", "concurrency", "tp")
+# every column case_from_row reads (the module docstring's conventions); `estimate --from-csv` names the others
+READ_COLUMNS = REQUIRED_COLUMNS + ("backend", "pp", "attention_dp", "moe_tp", "moe_ep", "precision", "gemm_quant_mode",
+                                   "moe_quant_mode", "mtp", "mtp_accept")
 # the `precision` column's headline format -> the weight format it implies when the quant columns are blank
 PRECISION_TO_FORMAT = {"fp8": "fp8", "fp4": "nvfp4", "nvfp4": "nvfp4", "bf16": "bf16", "fp16": "bf16",
                        "float16": "bf16", "bfloat16": "bf16", "int8": "int8", "int4": "int4"}

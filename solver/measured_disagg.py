@@ -29,7 +29,7 @@ from typing import Any, Iterable, Mapping
 
 from solver.errors import InputError
 from solver.estimate.disagg import DisaggEstimate, DisaggWorkload, estimate_disagg
-from solver.measured import Case, _opt_int, case_from_row, factors
+from solver.measured import READ_COLUMNS as AGG_READ_COLUMNS, Case, _opt_int, case_from_row, factors
 from solver.specs.disagg_fitted import burst_share
 from solver.specs.hardware import Hardware
 
@@ -37,6 +37,11 @@ POOLS = ("prefill", "decode")
 WORKER_COLUMNS = ("prefill_workers", "decode_workers")
 POOL_SIZE_COLUMNS = ("tp", "attention_dp", "moe_tp", "moe_ep", "pp")
 REQUIRED_COLUMNS = ("model", "system", "isl", "osl", "concurrency", "prefill_tp", "decode_tp")
+# every column a disaggregated row is read from: the aggregated row's, each pool's sizes in place of the plain ones
+# (pool_view), the worker counts and batches
+READ_COLUMNS = (tuple(c for c in AGG_READ_COLUMNS if c not in POOL_SIZE_COLUMNS)
+                + tuple(f"{p}_{c}" for p in POOLS for c in POOL_SIZE_COLUMNS)
+                + WORKER_COLUMNS + ("prefill_batch", "decode_batch"))
 
 
 @dataclass(frozen=True)

@@ -216,7 +216,7 @@ def test_csv_rows_get_predictions_and_bad_rows_an_error_column(tmp_path: Path) -
     assert "2 could not be evaluated" in res.stderr
     with dst.open() as fh:
         reader = csv.DictReader(fh)
-        assert reader.fieldnames == CSV_HEADER + ["ttft_ms_pred", "tpot_ms_pred", "error"]
+        assert reader.fieldnames == CSV_HEADER + ["ttft_ms_pred", "tpot_ms_pred", "ttft_err", "tpot_err", "error"]
         rows = {r["id"]: r for r in reader}
     assert set(rows) == {"ok", "bad-model", "bad-tp", "ok2"}
     for rid in ("ok", "ok2"):

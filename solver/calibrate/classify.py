@@ -27,6 +27,10 @@ _COMMUNICATION = re.compile(
     # tokens locally, so it is deliberately not matched.
     r"|ep::(?:intra|inter)node(?:_ll)?::"
     r"|deepep|deep_ep_(?:dispatch|combine)"
+    # Ascend MC2 EP exchange: vllm-ascend 0.23.0.post1 ops/fused_moe/token_dispatcher.py:229-236, 332-336 call
+    # torch_npu.npu_moe_distribute_dispatch[_v2] / _combine[_v2], the ops MoeDistributeDispatchV2 ... of its
+    # release notes (docs/source/user_guide/release_notes.md:435); tested before "moe" makes them GEMM/MoE
+    r"|moe_?distribute_?(?:dispatch|combine)"
 )
 _ATTENTION = re.compile(
     r"flash|fmha|(?<![a-z])mla|attention|attn|sdpa|paged_?attention|incre_?flash|fusedinferattention"
@@ -36,6 +40,9 @@ _ATTENTION = re.compile(
 _GEMM_MOE = re.compile(
     r"gemm|gemv|matmul|cutlass|cublas|xmma|(?<![a-z])bmm(?![a-z])|(?<![a-z])mm(?![a-z])"
     r"|moe|expert|grouped_?mat"
+    # ROCm's rocBLAS / hipBLASLt GEMMs are Tensile kernels (sglang 0.5.23 environ.py:1880 "rocBLAS/Tensile"), named
+    # by their index contraction C[i,j,k] = A x B: Cijk_Ailk_Bljk_..._MT256x256x64_...
+    r"|(?<![a-z])cijk_"
 )
 
 

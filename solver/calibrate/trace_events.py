@@ -9,11 +9,16 @@ Which events are device work ("device events"):
     name contains "Plane" (HCCL's per-link task breakdown, which would count each collective twice).
     Identical (name, start, duration) ops seen in two such processes are kept once.
 
+Slices given as begin/end pairs (`ph` "B" then "E" on one pid/tid, the Chrome format's other way to write a
+slice) are read as the complete events they delimit: paired per row in file order, nested as the format nests
+them; a "B" with no "E" (a trace cut short) or an "E" with no "B" is counted as left out.
+
 Timestamps become exact integer nanoseconds, so that large epoch timestamps with fractional parts lose no
 precision.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import sys
@@ -97,6 +102,41 @@ def _is_step_name(name: str, step_marker: str | None) -> bool:
     return _PROFILER_STEP.match(name) is not None
 
 
+def _us(ns: int) -> str:
+    """Integer nanoseconds as an exact microsecond string (what _ns reads back)."""
+    return f"{ns // 1000}.{ns % 1000:03d}"
+
+
+def _paired_slices(events: list[Any]) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
+    """Complete ("X") events for the begin/end pairs of `events`, and (index, why) of those left unpaired."""
+    open_by_row: dict[tuple[Any, Any], list[tuple[int, dict[str, Any], int]]] = {}
+    out: list[dict[str, Any]] = []
+    unpaired: list[tuple[int, str]] = []
+    for i, e in enumerate(events):
+        if not isinstance(e, dict) or e.get("ph") not in ("B", "E"):
+            continue
+        row = (_scalar(e.get("pid")), _scalar(e.get("tid")))
+        t = _ns(e.get("ts"))
+        if t is None:
+            unpaired.append((i, f"{e['ph']} event with no usable ts ({_shown(e.get('ts'))})"))
+            continue
+        stack = open_by_row.setdefault(row, [])
+        if e["ph"] == "B":
+            stack.append((i, e, t))
+            continue
+        if not stack:
+            unpaired.append((i, f"E event with no B before it on pid {row[0]} tid {row[1]}"))
+            continue
+        _, begin, start = stack.pop()
+        args = [a for a in (begin.get("args"), e.get("args")) if isinstance(a, dict)]  # the format merges them
+        out.append({**begin, "ph": "X", "ts": _us(start), "dur": _us(t - start),
+                    "args": {k: v for a in args for k, v in a.items()}})
+    for stack in open_by_row.values():
+        for i, begin, _ in stack:
+            unpaired.append((i, f"B event {_shown(begin.get('name'))} with no E (a trace cut short?)"))
+    return out, sorted(unpaired)
+
+
 def reduce_events(events: list[Any], step_marker: str | None) -> Reduced:
     """The device events (NPU duplicates kept once), the step annotations (`step_marker`'s, else ProfilerStep#N),
     the kernel launches by correlation id and the device memory peaks; events that cannot be used are counted."""
@@ -118,7 +158,11 @@ def reduce_events(events: list[Any], step_marker: str | None) -> Reduced:
         left_out += 1
         example = example or f"event {i}: {why}"
 
-    for i, e in enumerate(events):
+    slices, unpaired = _paired_slices(events)
+    for i, why in unpaired:
+        leave_out(i, why)
+    # a slice from a B/E pair is numbered after the file's events in a left-out note
+    for i, e in enumerate(itertools.chain(events, slices)):
         if not isinstance(e, dict):
             leave_out(i, f"{type(e).__name__} value, not an event object")
             continue

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,7 @@ from solver.specs.knobs import CONFIG_FLAGS
 if TYPE_CHECKING:
     from solver.estimate.serving import Workload
 
-PRED_COLUMNS = ("ttft_ms_pred", "tpot_ms_pred", "error")
+PRED_COLUMNS = ("ttft_ms_pred", "tpot_ms_pred", "ttft_err", "tpot_err", "error")
 
 
 def _single(model_name: str, hardware: str, cards: int, knobs: dict[str, Any], wl: Workload, weight_dtype,
@@ -41,10 +42,20 @@ def _fmt_num(v: float) -> str:
     return f"{v:.4f}"
 
 
+def _rel_err(predicted_ms: float, measured: Any) -> str:
+    """predicted / measured - 1 (benchmarks/accuracy.errors), as a fraction; blank where no positive measured
+    number stands in the cell (measured_cell_notes names the cells that are not numbers)."""
+    try:
+        value = float(str(measured))
+    except ValueError:
+        return ""
+    return f"{predicted_ms / value - 1:+.4f}" if math.isfinite(value) and value > 0 else ""
+
+
 def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, int, list[str]]:
     """Evaluate every row; a row that cannot be evaluated gets `error` and the run goes on. (rows, errors, notes):
     the notes say which conventions stood in for cells the rows leave blank where that changes the prediction."""
-    from solver.measured import REQUIRED_COLUMNS, measured_cell_notes, predict_row
+    from solver.measured import MEASURED_COLUMNS, READ_COLUMNS, REQUIRED_COLUMNS, measured_cell_notes, predict_row
     from solver.outfile import atomic_write, check_extension, check_writable
     from solver.specs.deployment import beside
     from solver.specs.framework import load_framework
@@ -69,10 +80,15 @@ def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, in
 
     disagg = is_disagg(header)
     if disagg:  # prefill_* / decode_* columns: disaggregated rows (solver.measured_disagg)
-        from solver.measured_disagg import REQUIRED_COLUMNS, predict_disagg_row as predict_row  # noqa: F811
+        from solver.measured_disagg import READ_COLUMNS, REQUIRED_COLUMNS  # noqa: F811
+        from solver.measured_disagg import predict_disagg_row as predict_row  # noqa: F811
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
-        raise InputError("--from-csv", f"{path_in}: missing column(s): {', '.join(missing)}")
+        near = {h.strip().lower(): h for h in header}
+        alike = [f"{near[c]!r} for {c}" for c in missing if c in near]
+        raise InputError("--from-csv", f"{path_in}: missing column(s): {', '.join(missing)}"
+                         + (f" (the header has {', '.join(alike)}: names are matched exactly, in lower case)"
+                            if alike else ""))
     twice = sorted({c for c in header if header.count(c) > 1})
     if twice:  # the reader would keep the last column of the name and drop the other unread
         raise InputError("--from-csv", f"{path_in}: column(s) {', '.join(map(repr, twice))} given twice; keep one")
@@ -93,7 +109,9 @@ def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, in
             # deployment file's are
             est = predict_row({**row, **{c: beside(row[c], src.parent, hub_ids=c == "model")
                                          for c in ("model", "system", "backend") if row.get(c)}}, framework)
-            rec.update(ttft_ms_pred=_fmt_num(est.ttft_s * 1e3), tpot_ms_pred=_fmt_num(est.tpot_s * 1e3), error="")
+            rec.update(ttft_ms_pred=_fmt_num(est.ttft_s * 1e3), tpot_ms_pred=_fmt_num(est.tpot_s * 1e3), error="",
+                       ttft_err=_rel_err(est.ttft_s * 1e3, row.get("ttft_ms")),
+                       tpot_err=_rel_err(est.tpot_s * 1e3, row.get("tpot_ms")))
         except ShardplanError as exc:
             errors += 1
             rec.update(ttft_ms_pred="", tpot_ms_pred="", error=str(exc))
@@ -114,6 +132,18 @@ def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, in
         raise InputError("--from-csv", f"none of the {len(out)} rows could be evaluated (first: {first[:200]})"
                          + ("" if path_out == "-" else f"; the errors are in {path_out}"))
     notes = measured_cell_notes(out, own=is_complete if disagg else None)
+    unread = [c for c in header if c not in READ_COLUMNS and c not in MEASURED_COLUMNS]
+    if unread:  # carried through as given: a measurement under another name would otherwise pass unseen
+        times = any("ttft" in c.lower() or "tpot" in c.lower() for c in unread)
+        notes.append(f"column(s) not read, carried to the output as given: {', '.join(unread)}"
+                     + (" (measured times are read from ttft_ms / tpot_ms, in milliseconds)" if times else ""))
+    for col in ("ttft", "tpot"):
+        errs = sorted(abs(float(r[f"{col}_err"])) for r in out if r.get(f"{col}_err"))
+        if errs:  # what benchmarks/accuracy.py prints for the calibration rows: the median |pred / measured - 1|
+            mid = len(errs) // 2
+            median = errs[mid] if len(errs) % 2 else (errs[mid - 1] + errs[mid]) / 2
+            notes.append(f"{col.upper()} error (predicted / measured - 1, column {col}_err): median |error| "
+                         f"{median:.1%} over {len(errs)} rows with a measurement")
     guessed = [line for line, r in enumerate(out, start=2) if disagg and not r["error"] and not is_complete(r)]
     if guessed:  # a convention, not a measurement: say how many predictions rest on it
         notes.append(f"{len(guessed)} of {len(out) - errors} evaluated rows leave prefill_workers / decode_workers "

@@ -463,6 +463,12 @@ def prompts_per_step(wl: DisaggWorkload, f: Factors, synced: int, replica_batch:
     return max(1, budget // wl.prompt_tokens[0])  # the budget counts a prompt's uncached tokens only
 
 
+def pool_memory_options(f: Factors, wl: DisaggWorkload, mem_opts: MemoryOptions | None = None) -> MemoryOptions:
+    """A pool's memory options as `estimate_disagg` sizes it: whoever re-derives the decode pool's KV capacity
+    (benchmarks/accuracy_disagg.prepare) takes them from here, so both hold the same sequences."""
+    return workload_options(engine_options(mem_opts, f), wl.isl)
+
+
 def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, decode_pc: ParallelConfig,
                     prec: Precision, f_prefill: Factors, f_decode: Factors, wl: DisaggWorkload,
                     mem_opts: MemoryOptions | None = None) -> DisaggEstimate:
@@ -470,7 +476,7 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
     (engine_step.step_time: CUDA-graph padding, eager launch floor, per-sequence cost), then `disagg_times`."""
     # each pool's memory under its engine's layout (memory_options.engine_options), as its steps are costed
     # and for requests of this prompt (memory_options.workload_options), as the pools' planner tables size them
-    pre_opts, dec_opts = (workload_options(engine_options(mem_opts, f), wl.isl) for f in (f_prefill, f_decode))
+    pre_opts, dec_opts = (pool_memory_options(f, wl, mem_opts) for f in (f_prefill, f_decode))
     cap = kv_capacity_per_replica(model, hw, decode_pc, prec, wl.isl + wl.osl, dec_opts, wl.mtp)
     synced = synced_ranks(model, prefill_pc)
     # the decode worker's per-rank batch as its command caps it (--max-running-requests: decode_batch, else its share)

@@ -45,7 +45,9 @@ def graph_sizes_at(f: Factors, pc: ParallelConfig, n_routed_experts: int, planne
     """The decode batches the engine captures at `pc`: f.graph_sizes cut at its default cap there (the first
     serving.graph_max_batch entry holding at profile_serving.graph_cap_env's names), the cap itself captured, as
     the engine appends it. Where the command lifts the cap (graph_max_batch_lift) and the plan's per-rank batch
-    `planned` exceeds it, the cap is that batch. No entry holding: every listed size."""
+    `planned` exceeds it, the cap is that batch, and the open range (f.graph_open) fills the sizes below it as the
+    engine's list does: a batch past the listed sizes pads to the next of these, not to the lifted cap. No entry
+    holding: every listed size."""
     if not f.graph_caps or not f.graph_sizes:
         return f.graph_sizes
     env = graph_cap_env(pc, f.memory_gib, {k: k in f.device_flags for k in DEVICE_FLAGS}, n_routed_experts)
@@ -54,7 +56,8 @@ def graph_sizes_at(f: Factors, pc: ParallelConfig, n_routed_experts: int, planne
         return f.graph_sizes
     if f.graph_cap_lift:
         cap = max(cap, planned)
-    return tuple(b for b in f.graph_sizes if b < cap) + (cap,)
+    past = range(f.graph_open[0], cap, f.graph_open[1]) if f.graph_open else ()
+    return tuple(b for b in f.graph_sizes if b < cap) + tuple(b for b in past if b > max(f.graph_sizes)) + (cap,)
 
 
 def kernels_launched(step: StepCost, f: Factors) -> float:

@@ -134,16 +134,23 @@ def _policy_name(decode_first: bool) -> str:
     return "decode_first" if decode_first else "prefill_first"
 
 
+def estimate_memory_options(f: Factors, wl: Workload, mem_opts: MemoryOptions | None = None) -> MemoryOptions:
+    """The memory options `estimate` sizes memory and the serving KV capacity with: whoever re-derives its
+    serving shape (benchmarks/accuracy_rows.prepare) takes them from here, so both hold the same sequences."""
+    mem_opts = engine_options(mem_opts, f)  # memory under the engine's layout, as the steps are costed
+    if wl.kind == "prefill" and f.prefill_budget_set:  # every prompt at once (figures.step_plan), as its command
+        return workload_options(mem_opts, wl.seq_len, step_prompts=wl.batch)
+    if wl.isl:  # the prompt a prefill of one request holds, where the workload names it
+        return workload_options(mem_opts, wl.isl)
+    return mem_opts
+
+
 def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, wl: Workload,
              mem_opts: MemoryOptions | None = None) -> Estimate:
     """The full estimate: memory, the steps `pc` runs at `wl` (figures.step_plan), their costs (step_cost),
     and the figures the serving formulas make of them (figures.figures): the same two halves the planner's
     tables sum, so what the planner optimises is what this shows."""
-    mem_opts = engine_options(mem_opts, f)  # memory under the engine's layout, as the steps are costed
-    if wl.kind == "prefill" and f.prefill_budget_set:  # every prompt at once (figures.step_plan), as its command
-        mem_opts = workload_options(mem_opts, wl.seq_len, step_prompts=wl.batch)
-    elif wl.isl:  # the prompt a prefill of one request holds, where the workload names it
-        mem_opts = workload_options(mem_opts, wl.isl)
+    mem_opts = estimate_memory_options(f, wl, mem_opts)
     memory = memory_per_rank(model, hw, pc, prec, wl.sequences, wl.context_len, mem_opts, mtp_layers=wl.mtp)
     cap = (kv_capacity_per_replica(model, hw, pc, prec, wl.context_len, mem_opts, wl.mtp)
            if wl.kind == "serving" else math.inf)
@@ -169,8 +176,8 @@ def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
                     policy=_policy_name(ServingPolicy.of(f).decode_first_for(shape.synced_ranks)))
 
 
-__all__ = ["Workload", "Estimate", "estimate", "prefill_step", "decode_step", "mtp_tokens_per_step",
-           "count_params", "serving_times", "serving_shape", "serving_steps", "ServingShape", "ServingTimes",
+__all__ = ["Workload", "Estimate", "estimate", "estimate_memory_options", "prefill_step", "decode_step",
+           "mtp_tokens_per_step", "count_params", "serving_times", "serving_shape", "serving_steps", "ServingShape", "ServingTimes",
            "ServingPolicy", "graph_batch", "step_time", "step_layers", "kernels_launched", "synced_ranks",
            "kv_capacity_per_replica", "first_wave_groups", "token_budget", "DEFAULT_TOKEN_BUDGET",
            "DEFAULT_BENCHMARK_WAVES", "DEFAULT_REQUEST_OVERHEAD_S", "request_overhead", "slot_wait_s",

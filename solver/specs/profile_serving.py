@@ -126,12 +126,14 @@ class FrameworkScheduler(BaseModel):
 
 
 class GraphBatchRange(BaseModel):
-    """Captured decode batch sizes start, start + step, ..., up to stop (inclusive)."""
+    """Captured decode batch sizes start, start + step, ..., up to stop (inclusive); no stop (the last range
+    only): on up to the engine's cap, as an engine's capture list runs to its largest graph wherever the
+    command lifts it (FrameworkServing.graph_max_batch_lift)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     start: int = Field(gt=0)
-    stop: int = Field(gt=0)
+    stop: int | None = Field(None, gt=0)
     step: int = Field(1, gt=0)
 
 
@@ -282,8 +284,11 @@ class FrameworkServing(BaseModel):
 
     @model_validator(mode="after")
     def _ordered(self) -> "FrameworkServing":
-        for r in self.graph_batches:
-            if r.stop < r.start:
+        for i, r in enumerate(self.graph_batches):
+            if r.stop is None and (i != len(self.graph_batches) - 1 or not self.graph_max_batch):
+                raise ValueError(f"graph_batches: the range from {r.start} has no stop: only the last range may "
+                                 "run on to the cap, and graph_max_batch must name it")
+            if r.stop is not None and r.stop < r.start:
                 raise ValueError(f"graph_batches: stop {r.stop} < start {r.start}")
         if self.graph_max_batch and not self.graph_batches:
             raise ValueError("graph_max_batch: caps no graphs (graph_batches is empty)")
@@ -306,5 +311,11 @@ class FrameworkServing(BaseModel):
         return self
 
     def graph_sizes(self) -> tuple[int, ...]:
-        """Every captured batch size, ascending."""
-        return tuple(sorted({b for r in self.graph_batches for b in range(r.start, r.stop + 1, r.step)}))
+        """Every captured batch size of the closed ranges, ascending (graph_open: the open one)."""
+        return tuple(sorted({b for r in self.graph_batches if r.stop is not None
+                             for b in range(r.start, r.stop + 1, r.step)}))
+
+    def graph_open(self) -> tuple[int, ...]:
+        """(start, step) of the range that runs on to the cap; () when every range stops."""
+        last = self.graph_batches[-1] if self.graph_batches else None
+        return (last.start, last.step) if last is not None and last.stop is None else ()
