@@ -1,0 +1,28 @@
+"""Stop 48: a user-level hunt across the 16 catalog devices. One test per rule found broken or worth holding."""
+from __future__ import annotations
+
+import pytest
+
+from solver.errors import InputError
+from solver.specs.hardware_catalog import list_hardware, load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.precision import resolve_precision
+
+
+@pytest.mark.parametrize("fmt", ["mxfp4", "nvfp4"])
+def test_fp4_weights_on_a_device_without_fp4_or_fp8_run_at_its_bf16_rate(fmt: str) -> None:
+    """FP4 weights on a device with neither an FP4 nor an FP8 rate (A100) are dequantized into 16-bit GEMMs: the
+    GEMM runs at the device's BF16 rate, never its INT8 one (no engine's FP4 kernel takes INT8 activations)."""
+    model = load_model("meta-llama--Meta-Llama-3.1-70B")
+    checked = 0
+    for name in list_hardware():
+        hw = load_hardware(name)
+        if hw.supports("fp4") or hw.supports("fp8"):
+            continue
+        try:
+            prec = resolve_precision(model, hw, weight_dtype=fmt)
+        except InputError:  # a device that loads no FP4 at all (Ascend) refuses it: another rule
+            continue
+        checked += 1
+        assert prec.gemm_dtype("dense") == "bf16" and prec.weight_only("dense"), name
+    assert checked >= 1  # A100 is in the catalog
