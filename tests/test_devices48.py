@@ -26,3 +26,15 @@ def test_fp4_weights_on_a_device_without_fp4_or_fp8_run_at_its_bf16_rate(fmt: st
         checked += 1
         assert prec.gemm_dtype("dense") == "bf16" and prec.weight_only("dense"), name
     assert checked >= 1  # A100 is in the catalog
+
+
+@pytest.mark.parametrize("framework", ["vllm", "sglang", "trtllm"])
+def test_h800_carries_h100s_fitted_factors(framework: str) -> None:
+    """H800 is H100 silicon (compute, HBM) with a cut-down NVLink (facts/hardware.md): an engine's fitted factors
+    for H100 price it too, so a TP1 decode, which no NVLink touches, is the same on both (it was 4% faster on the
+    H800 under vLLM before, its file's unfitted 0.8 HBM against H100's fitted 0.766), looked up by name or file."""
+    from solver.specs.framework import load_framework
+
+    fw = load_framework(framework)
+    assert fw.efficiency_for("h800") == fw.efficiency_for("h100_sxm")
+    assert fw.efficiency_for(load_hardware("h800")) == fw.efficiency_for(load_hardware("h100_sxm"))
