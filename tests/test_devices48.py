@@ -38,3 +38,15 @@ def test_h800_carries_h100s_fitted_factors(framework: str) -> None:
     fw = load_framework(framework)
     assert fw.efficiency_for("h800") == fw.efficiency_for("h100_sxm")
     assert fw.efficiency_for(load_hardware("h800")) == fw.efficiency_for(load_hardware("h100_sxm"))
+
+
+@pytest.mark.parametrize(("device", "fmt", "rate"), [
+    ("a100_sxm", "mxfp4", "into 16-bit GEMMs"), ("a100_sxm", "fp8", "into 16-bit GEMMs"),
+    ("h100_sxm", "mxfp4", "GEMMs at the fp8 rate"), ("a100_sxm", "w4a8", "GEMMs at the int8 rate")])
+def test_a_weight_only_format_names_the_rate_its_gemms_run_at(device: str, fmt: str, rate: str) -> None:
+    """A weight-only choice is explained in one line that names the rate priced (16-bit, or the 8-bit
+    activations'), not 'the activation dtype', and that rate is the one Precision.gemm_dtype runs."""
+    prec = resolve_precision(load_model("meta-llama--Meta-Llama-3.1-70B"), load_hardware(device), weight_dtype=fmt)
+    [line] = [n for n in prec.notes if "weight-only" in n]
+    assert rate in line
+    assert (prec.gemm_dtype("dense") == "bf16") == ("16-bit" in rate)
