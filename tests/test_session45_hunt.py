@@ -75,19 +75,21 @@ def test_memory_json_carries_what_the_inputs_noted(qwen3_without_layers) -> None
     assert r.as_dict()["notes"].count(QWEN3_DEFAULT_NOTE) == 1
 
 
-def test_fp8_weights_beside_int8_activations_run_at_the_devices_int8_rate() -> None:
-    """DeepSeek-V4-Pro on A100 (bf16 312, int8 624 TFLOP/s; no FP8, no FP4): the MXFP4 experts are weight-only and
-    set 8-bit activations, INT8 the device's (resolve_precision); the FP8 attention and dense weights, weight-only
-    too, convert in the kernel to those activations: 624 TFLOP/s, not a KeyError for an FP8 rate A100 lacks."""
+def test_fp8_weights_beside_fp4_experts_run_weight_only_at_the_devices_bf16_rate() -> None:
+    """DeepSeek-V4-Pro on A100 (bf16 312, int8 624 TFLOP/s; no FP8, no FP4): the MXFP4 experts and the FP8
+    attention and dense weights are all weight-only, dequantized into 16-bit GEMMs (Marlin W4A16 / W8A16; no
+    engine's FP4 or FP8 kernel takes INT8 activations): 312 TFLOP/s, not a KeyError for an FP8 rate A100 lacks,
+    and not the INT8 rate, which priced these GEMMs above A100's BF16 peak (stop 48)."""
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
     from solver.specs.precision import resolve_precision
 
     hw = load_hardware("a100_sxm")
     prec = resolve_precision(load_model("deepseek-v4-pro"), hw, None, None, None)
-    assert prec.activation == "int8"
-    assert prec.gemm_dtype("attention") == prec.gemm_dtype("dense") == "int8"
-    assert hw.flops(prec.gemm_dtype("attention")) == pytest.approx(624e12)
+    assert prec.activation == "bf16"
+    assert prec.gemm_dtype("attention") == prec.gemm_dtype("dense") == prec.gemm_dtype("experts") == "bf16"
+    assert all(prec.weight_only(g) for g in ("attention", "dense", "experts"))
+    assert hw.flops(prec.gemm_dtype("attention")) == pytest.approx(312e12)
 
 
 @pytest.mark.parametrize("moe_dtype", [None, "nvfp4", "mxfp4"])

@@ -479,7 +479,8 @@ class FrameworkProfile(BaseModel):
         # a pair without its own fit still carries the factors fitted once over every pair (fitted_global)
         fitted = self.fitted_as or self.name
         shared = fitted_global(vendor, framework=fitted)
-        device = hardware if isinstance(hardware, str) else hardware.fitted_name
+        # a catalog name carries its file's fitted_as as a Hardware does (h800: H100's factors)
+        device = dev.fitted_name if dev is not None else name
         out = apply_fitted(out, pair_factors(fitted_factors(), shared, fitted, device))
         out["token_budget"] = float(self.token_budget_on(hardware))
         out["budget_split_by_attention_dp"] = 1.0 if self.scheduler.budget_split_by_attention_dp else 0.0

@@ -197,6 +197,7 @@ def resolve_precision(
     (weight_dtype, moe_weight_dtype, kv_dtype -> a file's key) for errors and notes; default: the flags.
     """
     notes: list[str] = []
+    weight_only_notes: list[tuple[int, NumberFormat, str]] = []  # (where in notes, format, the note's start)
     q = model.quant
     where = {**USER_FLAGS, **(fields or {})}
 
@@ -211,11 +212,9 @@ def resolve_precision(
                 # format listed by name, at 16 bits (_weight_only_16)
                 why = (f"{hw.name}'s {fmt.compute} rate is for another {fmt.compute} format" if hw.supports(fmt.compute)
                        else f"{hw.name} has no {fmt.compute} compute")
-                a16 = listed_by_name(hw, fmt) or (fmt.compute in W4A16_ON_DEVICES_WITHOUT and (
-                    activation_dtype is None or number_format(activation_dtype).compute in ("bf16", "fp16")))
-                how = " into 16-bit GEMMs" if a16 else ", GEMMs at the activation dtype"
-                # the user's own spelling (w4a8, not the stored format int4 it maps to), so the note names what was typed
-                notes.append(f"{flag} {name}: {why}; weight-only (dequantized in-kernel{how})")
+                # the user's own spelling (w4a8, not the stored format int4 it maps to), so the note names what was
+                # typed; the rate its GEMMs run at is known once the activations are chosen (below)
+                weight_only_notes.append((len(notes), fmt, f"{flag} {name}: {why}; weight-only (dequantized in-kernel"))
                 return fmt
             raise _refuse_format(hw, fmt, flag)
         return fmt
@@ -305,7 +304,10 @@ def resolve_precision(
             if act == "bf16" and cand in low and hw.supports(cand):
                 act = cand
         if act == "bf16" and "fp4" in low:
-            act = "fp8" if hw.supports("fp8") else ("int8" if hw.supports("int8") else "bf16")
+            # FP4 weights on a device without the FP4 rate take the FP8 rate where the device has it (Stop 36's
+            # measured stand-in, H100 / H200); never INT8: no engine's FP4 kernel takes INT8 activations (on A100
+            # MXFP4 / NVFP4 run Marlin W4A16), and the INT8 rate priced A100's FP4 GEMMs above its BF16 peak
+            act = "fp8" if hw.supports("fp8") else "bf16"
     if kv_dtype is not None:
         kv = kv_element_bytes(kv_dtype, where["kv_dtype"])
         kv_fmt = number_format(kv_dtype, where["kv_dtype"]).compute
@@ -329,6 +331,11 @@ def resolve_precision(
             notes.append(f"the KV cache is priced at {8 * kv} bits, the engines' KV dtype auto following the model "
                          "dtype (pass --kv-dtype to choose); activations, the recurrent and convolution states, "
                          "collective payloads and the GEMM rate stay priced at 16 bits")
+    prec = Precision(weights=weights, activation=act, kv_bytes=kv, notes=(), a16=a16)
+    for at, fmt, start in reversed(weight_only_notes):
+        # the rate the user's weight-only format runs at, named: 16-bit, or the 8-bit activations' (FP4 on Hopper)
+        dtype = next(prec.gemm_dtype(g) for g in ("experts", "dense", "attention") if weights[g] is fmt)
+        notes.insert(at, f"{start}{' into 16-bit GEMMs' if dtype in ('bf16', 'fp16') else f', GEMMs at the {dtype} rate'})")
     return Precision(weights=weights, activation=act, kv_bytes=kv, notes=tuple(notes), a16=a16)
 
 
