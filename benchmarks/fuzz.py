@@ -198,7 +198,7 @@ def report(results: list, wall: float) -> None:
     fails = [o for o in results if o.kind in fc.FAILURES]
     layers = [o for o in fails if o.case.family == "model-config"]
     ours = [o for o in fails if o.case.family != "model-config"]
-    print(f"\nfailures (traceback, hang, accepted-invalid, unclear-refusal): {len(ours)}"
+    print(f"\nfailures ({', '.join(fc.FAILURES)}): {len(ours)}"
           + (f"; model-config, layers branch: {len(layers)}" if layers else ""))
     for o in ours[:60]:
         print(f"  [{o.kind}] {o.case.label}: shardplan {' '.join(a[:60] for a in o.case.argv)}\n      -> exit "
