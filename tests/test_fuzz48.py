@@ -52,3 +52,12 @@ def test_a_value_that_spells_an_option_is_a_value_not_a_repeat():
 
     check = next(c for c in COMMANDS if c.name == "check")
     refuse_repeats(check, ["--command", "--hardware", "--hardware", "h100_sxm"])
+
+
+def test_an_sla_remedy_on_one_card_says_one_card():
+    """The unmet strategy's remedy line counted one card in the plural ("on 1 cards")."""
+    r = CliRunner().invoke(main, ["solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "1", "--tpot-ms", "0.05",
+                                  "--max-concurrency", "16", "--time-limit", "2"])
+    assert r.exit_code == 1
+    (line,) = _errors(r.output)
+    assert "at concurrency 1 on 1 card (" in line and "SLA.tpot binds" in line
