@@ -1,8 +1,9 @@
 """The long fuzz run (issue 11): generated command lines over every subcommand, with mutated and truncated
 hardware, framework, model, deployment and profiled-config files, traces, CSVs, output targets and option
 values (tests/fuzz_cases.py: the generator and its labels). Prints totals by subcommand and outcome, and every
-failure: a traceback (exit 3 or a Python traceback), a hang (over --hang-s), or exit 0 on input the labels
-call invalid. Failures in the "model-config" family (a mutated model config is the only bad part) are listed
+failure: a traceback (exit 3 or a Python traceback), a hang (over --hang-s), exit 0 on input the labels call
+invalid, a refusal in other than one "error:" line, or a valid request no plan meets answered as met or without
+naming what binds and what would fit. Failures in the "model-config" family (a mutated model config is the only bad part) are listed
 as "model-config, layers branch": model-field parsing is that work's.
 
     python benchmarks/fuzz.py --cases 3200 --workers 2            # the issue's run (>= 3,000 cases)
@@ -135,7 +136,8 @@ def main() -> None:
     ap.add_argument("--fixtures", default=None, help="fixture folder (default: a new temporary one)")
     ap.add_argument("--only", default=None, help="draw from one strategy of tests/fuzz_cases.py (family, topology, "
                     "sweep_price, disagg_copies, disagg_sla, no_layers, long_dsa_memory, launch_solved, afd_check, "
-                    "afd_estimate, afd_launch, vllm_wide_solve, vllm_wide_launch, multinode_launch, ...)")
+                    "afd_estimate, afd_launch, vllm_wide_solve, vllm_wide_launch, multinode_launch, command_check, "
+                    "pp_stage, repeats, spelt_numbers, device_file, unmet, ...)")
     args = ap.parse_args()
     folder = Path(args.fixtures) if args.fixtures else Path(tempfile.mkdtemp(prefix="shardplan-fuzz-"))
     fx = fc.build_fixtures(folder)
