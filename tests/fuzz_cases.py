@@ -878,6 +878,9 @@ def solve_cases(draw, fx: Fixtures) -> Case:
         if flag == "--concurrency" and good and int(value) > max_conc:
             label = "invalid"  # over --max-concurrency
         b.add([flag, value], label, f"{flag} {value[:30]!r}")
+    if "--time-limit" in drawn:  # the drawn one stands for the fixed 2 s: an option given twice is refused (stop 48)
+        at = b.argv.index("--time-limit")
+        del b.argv[at:at + 2]
     # an SLA on a figure the phase does not have (decode: no TTFT; prefill: no TPOT) is bad input
     lacks = {"decode": "--ttft-ms", "prefill": "--tpot-ms"}.get(drawn.get("--phase") or "")
     if lacks and drawn.get(lacks):
@@ -885,7 +888,7 @@ def solve_cases(draw, fx: Fixtures) -> Case:
     # a prefill-only plan yields one token per prompt: a longer --osl would be read by nothing
     if drawn.get("--phase") == "prefill" and drawn.get("--osl") not in (None, "1"):
         b.add([], "invalid", "--osl past 1 with --phase prefill")
-    if "--framework" not in b.argv and draw(st.floats(0, 1)) < 0.1:  # click keeps the last of a repeated option
+    if "--framework" not in b.argv and draw(st.floats(0, 1)) < 0.1:  # an option given twice is refused (stop 48)
         path, label, why = b.file(draw, fx.frameworks)
         b.add(["--framework", path], label, why, "file")
     if draw(st.floats(0, 1)) < 0.1:
