@@ -39,7 +39,7 @@ def test_the_same_value_twice_drops_nothing_and_passes():
 def test_an_option_that_takes_several_values_may_repeat():
     """sweep's --hardware gathers every device it is given (multiple=True): no value is dropped."""
     from solver.cli.capacity_cmds import COMMANDS
-    from solver.cli.repeats import refuse_repeats
+    from solver.cli.options import refuse_repeats
 
     sweep = next(c for c in COMMANDS if c.name == "sweep")
     refuse_repeats(sweep, ["qwen3-8b", "--hardware", "h100_sxm", "--hardware", "h200_sxm", "--cards", "1"])
@@ -48,7 +48,7 @@ def test_an_option_that_takes_several_values_may_repeat():
 def test_a_value_that_spells_an_option_is_a_value_not_a_repeat():
     """`check --command "... --cards 2"` is one token: the command's text, not a second --cards."""
     from solver.cli.check_cmd import COMMANDS
-    from solver.cli.repeats import refuse_repeats
+    from solver.cli.options import refuse_repeats
 
     check = next(c for c in COMMANDS if c.name == "check")
     refuse_repeats(check, ["--command", "--hardware", "--hardware", "h100_sxm"])

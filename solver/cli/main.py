@@ -82,7 +82,7 @@ class _Group(click.Group):
     def resolve_command(self, ctx: click.Context, args: list[str]):
         name, command, rest = super().resolve_command(ctx, args)
         if command is not None:  # before it parses: click would keep a repeated option's last value silently
-            from solver.cli.repeats import refuse_repeats
+            from solver.cli.options import refuse_repeats
 
             refuse_repeats(command, rest)
         return name, command, rest
