@@ -61,3 +61,16 @@ def test_an_sla_remedy_on_one_card_says_one_card():
     assert r.exit_code == 1
     (line,) = _errors(r.output)
     assert "at concurrency 1 on 1 card (" in line and "SLA.tpot binds" in line
+
+
+def test_a_request_no_plan_meets_is_answered_infeasible_naming_what_binds_and_what_would_fit():
+    """The fuzz's `unmet` rule (tests/fuzz_cases.py explains_infeasible): exit 1, one error line with the binding
+    constraint and a remedy: a TPOT no device reaches under recommend, weights over the cards' memory under solve."""
+    import fuzz_cases as fc
+
+    for argv in (["recommend", "qwen3-8b", "--hardware", "h100_sxm", "--tpot-ms", "0.05", "--cards", "1,2",
+                  "--target-requests-per-s", "1", "--max-concurrency", "16", "--time-limit", "2"],
+                 ["solve", "qwen3-235b-a22b", "--hardware", "h200_sxm", "--cards", "2", "--max-concurrency", "16",
+                  "--time-limit", "2"]):
+        r = CliRunner().invoke(main, argv)
+        assert r.exit_code == 1 and fc.explains_infeasible(r.output), r.output
