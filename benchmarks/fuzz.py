@@ -3,8 +3,8 @@ hardware, framework, model, deployment and profiled-config files, traces, CSVs, 
 values (tests/fuzz_cases.py: the generator and its labels). Prints totals by subcommand and outcome, and every
 failure: a traceback (exit 3 or a Python traceback), a hang (over --hang-s), exit 0 on input the labels call
 invalid, a refusal in other than one "error:" line, or a valid request no plan meets answered as met or without
-naming what binds and what would fit. Failures in the "model-config" family (a mutated model config is the only bad part) are listed
-as "model-config, layers branch": model-field parsing is that work's.
+naming what binds and what would fit. Failures in the "model-config" family (a mutated model config is the only
+bad part) are listed as "model-config, layers branch": model-field parsing is that work's.
 
     python benchmarks/fuzz.py --cases 3200 --workers 2            # the run (>= 3,000 cases)
     python benchmarks/fuzz.py --cases 200 --seed 1                # a quick look

@@ -74,3 +74,18 @@ def test_a_request_no_plan_meets_is_answered_infeasible_naming_what_binds_and_wh
                   "--time-limit", "2"]):
         r = CliRunner().invoke(main, argv)
         assert r.exit_code == 1 and fc.explains_infeasible(r.output), r.output
+
+
+def test_the_memory_limit_is_written_at_the_memory_figures_digits():
+    """solve's JSON wrote the memory per rank to 3 decimals and its limit to 2: a candidate at the edge read
+    "81.604 GB of 81.6" beside memory_feasible true (Qwen3-235B-A22B-FP8 on 4 H100 under trtllm, relation R3
+    figures_by_definition, seed 31). Both now at the memory figure's digits."""
+    from solver.report.digits import DIGITS
+
+    assert DIGITS["memory_limit_gb"] == DIGITS["memory_per_rank_gb"]
+    r = CliRunner().invoke(main, ["solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "1", "--max-concurrency",
+                                  "16", "--time-limit", "2", "--format", "json"])
+    import json
+
+    est = json.loads(r.stdout)["candidates"][0]["estimation"]
+    assert est["memory_limit_gb"] == 81.604  # 0.95 x 85.899 GB, not 81.6
