@@ -1,9 +1,10 @@
 """The long fuzz run (issue 11): generated command lines over every subcommand, with mutated and truncated
 hardware, framework, model, deployment and profiled-config files, traces, CSVs, output targets and option
 values (tests/fuzz_cases.py: the generator and its labels). Prints totals by subcommand and outcome, and every
-failure: a traceback (exit 3 or a Python traceback), a hang (over --hang-s), or exit 0 on input the labels
-call invalid. Failures in the "model-config" family (a mutated model config is the only bad part) are listed
-as "model-config, layers branch": model-field parsing is that work's.
+failure: a traceback (exit 3 or a Python traceback), a hang (over --hang-s), exit 0 on input the labels call
+invalid, a refusal in other than one "error:" line, or a valid request no plan meets answered as met or without
+naming what binds and what would fit. Failures in the "model-config" family (a mutated model config is the only
+bad part) are listed as "model-config, layers branch": model-field parsing is that work's.
 
     python benchmarks/fuzz.py --cases 3200 --workers 2            # the issue's run (>= 3,000 cases)
     python benchmarks/fuzz.py --cases 200 --seed 1                # a quick look
@@ -135,7 +136,8 @@ def main() -> None:
     ap.add_argument("--fixtures", default=None, help="fixture folder (default: a new temporary one)")
     ap.add_argument("--only", default=None, help="draw from one strategy of tests/fuzz_cases.py (family, topology, "
                     "sweep_price, disagg_copies, disagg_sla, no_layers, long_dsa_memory, launch_solved, afd_check, "
-                    "afd_estimate, afd_launch, vllm_wide_solve, vllm_wide_launch, multinode_launch, ...)")
+                    "afd_estimate, afd_launch, vllm_wide_solve, vllm_wide_launch, multinode_launch, command_check, "
+                    "pp_stage, repeats, spelt_numbers, device_file, unmet, ...)")
     args = ap.parse_args()
     folder = Path(args.fixtures) if args.fixtures else Path(tempfile.mkdtemp(prefix="shardplan-fuzz-"))
     fx = fc.build_fixtures(folder)
@@ -198,7 +200,7 @@ def report(results: list, wall: float) -> None:
     fails = [o for o in results if o.kind in fc.FAILURES]
     layers = [o for o in fails if o.case.family == "model-config"]
     ours = [o for o in fails if o.case.family != "model-config"]
-    print(f"\nfailures (traceback, hang, accepted-invalid, unclear-refusal): {len(ours)}"
+    print(f"\nfailures ({', '.join(fc.FAILURES)}): {len(ours)}"
           + (f"; model-config, layers branch: {len(layers)}" if layers else ""))
     for o in ours[:60]:
         print(f"  [{o.kind}] {o.case.label}: shardplan {' '.join(a[:60] for a in o.case.argv)}\n      -> exit "

@@ -2,7 +2,7 @@
 scenarios; seeded) and, for each, pairs of questions whose answers physics or a definition ties together. Prints
 each relation's checked / violated counts and its first violating commands (shell lines to rerun).
 
-Relations (R0-R6; a pair the product refuses on input, exit 2, is not checked):
+Relations (R0-R7; a pair the product refuses on input, exit 2, is not checked):
   R0 no_internal_error: no command the relations run exits 3 (an internal error).
   R1 memory per rank of a fixed config (`memory`):
      tp_weights     weights per rank never grow when a TP knob doubles (same world: the DP size halves);
@@ -42,6 +42,11 @@ Relations (R0-R6; a pair the product refuses on input, exit 2, is not checked):
      1's knobs and (without a prefix hit, which check takes no flag for) its figures (command_roundtrip); the same
      command with its flags reordered, spelt --flag=value and two of the engine's site flags added reads the same
      (command_respelt).
+  R7 the device as a file, at candidate 1's knobs and concurrency: the catalog device's YAML given by path answers
+     as its name does (device_file=name); a variant of it (`fitted_as` the device, so its fitted factors carry)
+     with twice the HBM never lowers `memory`'s largest batch (hbm_capacity_max_batch), and one with twice the HBM
+     bandwidth never makes a request (TTFT + (OSL - 1) x TPOT) slower nor the throughput per rank lower
+     (hbm_bandwidth_latency; not TTFT alone: in the closed loop a faster decode brings prompts sooner).
 
     python benchmarks/metamorphic.py                    # default: 60 cases, seed 0 (about 2-3 minutes)
     python benchmarks/metamorphic.py --cases 30 --seed 3
@@ -605,6 +610,81 @@ def r6_command(case: Case, doc: dict) -> None:
            shell(ck), shell(ck2))
 
 
+# ---------------------------------------------------------------- R7 the device as a file
+
+
+def _device_file(case: Case, workdir: Path, tag: str = "", **changes: float) -> str:
+    """The catalog device's YAML written to `workdir` as a user's file: as shipped (no tag), or renamed
+    <device>_<tag> with `changes` applied and `fitted_as` the catalog device (its fitted factors carried over)."""
+    import yaml
+
+    from solver.catalog import catalog_dir
+
+    data = yaml.safe_load((catalog_dir("hardware") / f"{case.hardware}.yaml").read_text())
+    if tag:
+        data.update(name=f"{case.hardware}_{tag}", fitted_as=case.hardware, **changes)
+    path = workdir / f"{case.hardware}{'_' + tag if tag else ''}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return str(path)
+
+
+def _est_on(case: Case, hardware: str, knobs: dict[str, int], conc: int) -> dict | None:
+    try:
+        return api.estimate(case.model, hardware, case.cards, isl=case.isl, osl=case.osl, concurrency=conc,
+                            framework=case.framework, **case.api_options, **knobs).as_dict()
+    except InputError:
+        return None
+
+
+def r7_device(case: Case, knobs: dict[str, int], conc: int, workdir: Path) -> None:
+    """The catalog device given as a file by path answers as its name does (device_file=name); with twice the HBM
+    (a variant carrying its factors) `memory`'s largest batch does not fall (hbm_capacity_max_batch); with twice the
+    HBM bandwidth a request (TTFT + (OSL - 1) x TPOT) is not slower nor the throughput per rank lower
+    (hbm_bandwidth_latency)."""
+    seq = case.isl + case.osl
+    name_est = _est_on(case, case.hardware, knobs, conc)
+    if name_est is None:
+        return
+    same = _device_file(case, workdir)
+    file_est = _est_on(case, same, knobs, conc)
+    c0 = _est_cmd(case, knobs, case.isl, case.osl, conc)
+    c_file = c0.replace(f"--hardware {case.hardware}", f"--hardware {same}")
+    drop = ("hardware", "notes")  # the device's spelling, and the notes that quote it
+    bad = ["refused"] if file_est is None else [
+        f"{k} {file_est[k]!r:.80} vs {name_est[k]!r:.80}" for k in name_est if k not in drop
+        and file_est.get(k) != name_est[k]]
+    record("R7 device_file=name", not bad, "; ".join(bad[:3]), c0, c_file)
+    hw = load_hardware(case.hardware)
+    big = _device_file(case, workdir, "2xhbm", memory_bytes=2 * hw.memory_bytes)
+    try:
+        one = api.memory(case.model, case.hardware, case.cards, 1, seq, framework=case.framework, **_mem_opts(case),
+                         **knobs).max_batch
+        two = api.memory(case.model, big, case.cards, 1, seq, framework=case.framework, **_mem_opts(case),
+                         **knobs).max_batch
+    except InputError:
+        one = two = None
+    if one is not None and two is not None:
+        record("R7 hbm_capacity_max_batch", two >= one, f"HBM x2: max batch {one} -> {two}",
+               _kw_shell("memory", (case.model, case.hardware, case.cards, 1, seq),
+                         {"framework": case.framework, **_mem_opts(case), **knobs}),
+               _kw_shell("memory", (case.model, big, case.cards, 1, seq),
+                         {"framework": case.framework, **_mem_opts(case), **knobs}))
+    fast = _device_file(case, workdir, "2xbw", hbm_bandwidth_Bps=2 * hw.hbm_bandwidth_Bps)
+    fast_est = _est_on(case, fast, knobs, conc)
+    if fast_est is not None:
+        # not TTFT alone: at a fixed concurrency a faster decode returns each user sooner, so prompts arrive more
+        # often and one may wait longer behind the others' (closed loop); the request as a whole is not slower
+        def latency(e: dict) -> float:
+            return e["ttft_ms"] + (case.osl - 1) * e["tpot_ms"]
+
+        bad = [f"request latency {latency(name_est):.4f} -> {latency(fast_est):.4f} ms"] \
+            if latency(fast_est) > latency(name_est) * (1 + REL) else []
+        a, b = name_est["output_tokens_per_s_per_rank"], fast_est["output_tokens_per_s_per_rank"]
+        bad += [f"tok/s/rank {a:.3f} -> {b:.3f}"] if b < a * (1 - REL) else []
+        record("R7 hbm_bandwidth_latency", not bad, "HBM bandwidth x2: " + "; ".join(bad), c0,
+               c0.replace(f"--hardware {case.hardware}", f"--hardware {fast}"))
+
+
 # ---------------------------------------------------------------- driver
 
 
@@ -625,6 +705,7 @@ def one_case(case: Case, rng: random.Random, workdir: Path) -> str:
         r1_memory(case, knobs, max(1, conc), case.isl + case.osl, rng)
         r1_max_batch(case, knobs, case.isl + case.osl)
         r2_figures(case, knobs, max(1, conc // 2))
+        r7_device(case, knobs, max(1, conc), workdir)
     r4_more_cards(case, code == 0)
     return "solved" if code == 0 else f"exit {code}"
 

@@ -43,6 +43,7 @@ class Case:
     family: str = "options"  # options | model-config | file | output
     why: str = ""  # the bad value, for the report
     slow: bool = False  # a valid solve/sweep/recommend: kept out of the fast subset
+    unmet: bool = False  # valid input no plan meets: exit 1, naming what binds and what would fit
 
 
 @dataclass
@@ -67,6 +68,10 @@ def classify(case: Case, exit_code: int | None, output: str, exception: BaseExce
         return f"exit{exit_code}"
     if exit_code == 2 and not one_error_line(output):
         return "unclear-refusal"
+    if case.unmet and exit_code == 0:
+        return "met-unmeetable"
+    if case.unmet and exit_code == 1 and not explains_infeasible(output):
+        return "unexplained-infeasible"
     if case.label == "invalid":
         return {0: "accepted-invalid", 1: "exit1-invalid", 2: "ok"}[exit_code]
     if case.label == "valid" and exit_code == 2:
@@ -74,8 +79,16 @@ def classify(case: Case, exit_code: int | None, output: str, exception: BaseExce
     return "ok"
 
 
-FAILURES = ("traceback", "hang", "accepted-invalid", "unclear-refusal")  # the issue's "Must show", and bad input
-# refused in more or less than one "error: WHAT: problem" line
+FAILURES = ("traceback", "hang", "accepted-invalid", "unclear-refusal", "met-unmeetable", "unexplained-infeasible")
+# the issue's "Must show", bad input refused in more or less than one "error: WHAT: problem" line, and a request no
+# plan meets answered as met or without saying which constraint binds and what would fit
+
+
+def explains_infeasible(output: str) -> bool:
+    """An infeasible answer's error line names the binding constraint ("X binds" / "binding: X") and a remedy
+    ("what would fit: ...")."""
+    errors = [ln for ln in output.splitlines() if ln.startswith("error:")]
+    return len(errors) == 1 and "bind" in errors[0] and "what would fit" in errors[0]
 
 
 def one_error_line(output: str) -> bool:
@@ -109,6 +122,7 @@ class Fixtures:
     multinode_files: list[tuple[str, str, str, str]] = field(default_factory=list)  # (path, engine, label, why)
     vllm_wide_solves: list[tuple[str, str]] | None = None  # solve --framework vllm past a node (path, why), lazily
     launch_scripts: list[tuple[str, str, str]] | None = None  # solve --format launch (text, model, hardware), lazily
+    device_texts: list[tuple[str, str, str]] | None = None  # a user's device file edited by hand (stop 48), lazily
 
 
 def _dump_yaml(path: Path, data: Any) -> str:
@@ -864,6 +878,9 @@ def solve_cases(draw, fx: Fixtures) -> Case:
         if flag == "--concurrency" and good and int(value) > max_conc:
             label = "invalid"  # over --max-concurrency
         b.add([flag, value], label, f"{flag} {value[:30]!r}")
+    if "--time-limit" in drawn:  # the drawn one stands for the fixed 2 s: an option given twice is refused (stop 48)
+        at = b.argv.index("--time-limit")
+        del b.argv[at:at + 2]
     # an SLA on a figure the phase does not have (decode: no TTFT; prefill: no TPOT) is bad input
     lacks = {"decode": "--ttft-ms", "prefill": "--tpot-ms"}.get(drawn.get("--phase") or "")
     if lacks and drawn.get(lacks):
@@ -871,7 +888,7 @@ def solve_cases(draw, fx: Fixtures) -> Case:
     # a prefill-only plan yields one token per prompt: a longer --osl would be read by nothing
     if drawn.get("--phase") == "prefill" and drawn.get("--osl") not in (None, "1"):
         b.add([], "invalid", "--osl past 1 with --phase prefill")
-    if "--framework" not in b.argv and draw(st.floats(0, 1)) < 0.1:  # click keeps the last of a repeated option
+    if "--framework" not in b.argv and draw(st.floats(0, 1)) < 0.1:  # an option given twice is refused (stop 48)
         path, label, why = b.file(draw, fx.frameworks)
         b.add(["--framework", path], label, why, "file")
     if draw(st.floats(0, 1)) < 0.1:
@@ -1992,19 +2009,170 @@ def pp_stage_cases(draw) -> Case:
     return b.case()
 
 
+# ------------------------------------------------------------------------------------------------ stop 48
+
+
+def _quick_base(draw, b: _Builder) -> dict[str, str]:
+    """A good `memory` or `estimate` line on a small model; its options by flag (to repeat or respell one)."""
+    opts = {"--hardware": draw(st.sampled_from(SMALL_HW)), "--cards": draw(st.sampled_from(["1", "2"]))}
+    if b.cmd == "memory":
+        opts |= {"--batch": draw(st.sampled_from(["1", "8"])), "--seq-len": draw(st.sampled_from(["1024", "4096"]))}
+    else:
+        opts |= {"--isl": draw(st.sampled_from(["512", "2048"])), "--osl": draw(st.sampled_from(["64", "256"])),
+                 "--concurrency": draw(st.sampled_from(["1", "16"]))}
+    if draw(st.booleans()):
+        opts["--format"] = draw(st.sampled_from(["table", "json", "yaml"]))
+    b.add([draw(st.sampled_from(SMALL_MODELS)), *(a for kv in opts.items() for a in kv)], "valid")
+    return opts
+
+
+OTHER_VALUE = {"--hardware": {"h100_sxm": "h200_sxm", "h200_sxm": "h100_sxm"}, "--format": {"table": "json"}}
+
+
+@st.composite
+def repeats_cases(draw, fx: Fixtures) -> Case:
+    """A single-valued option given twice (stop 48): the same value again drops nothing (valid); another value would
+    be dropped silently, the last kept (invalid: refused naming both), spelt `--flag value` or `--flag=value`; and
+    `check FILE --cards` twice. sweep's --hardware takes several (multiple): repeating it is valid, and slow."""
+    which = draw(st.sampled_from(["memory", "estimate", "check", "sweep"]))
+    b = _Builder(which, draw)
+    if which == "check":
+        b.add([str(fx.folder / "dep-ok.yaml"), "--cards", "8"], "valid")
+        flag, value = "--cards", "8"
+    elif which == "sweep":
+        b.add(["qwen3-8b", "--hardware", "h100_sxm", "--hardware", "h200_sxm", "--cards", "1", "--scenarios",
+               "latency", "--max-concurrency", "16", "--time-limit", "2"], "valid", "sweep over two devices")
+        return b.case(slow=True)
+    else:
+        opts = _quick_base(draw, b)
+        flag = draw(st.sampled_from(sorted(opts)))
+        value = opts[flag]
+    same = b.clean or draw(st.booleans())
+    again = value if same else OTHER_VALUE.get(flag, {}).get(value, str(int(value) * 2) if value.isdigit() else "")
+    if not again:
+        again, same = value, True
+    spelt = [f"{flag}={again}"] if draw(st.booleans()) else [flag, again]
+    b.add(spelt, "valid" if same else "invalid", "" if same else f"{flag} {value} then {again}")
+    return b.case()
+
+
+# (text, label) per option: the integer forms Python's int reads (a sign, leading zeros, spaces, digit separators,
+# other scripts' digits: the number as written, nothing guessed) and the ones it does not
+SPELT = {
+    "--cards": [("+2", "valid"), ("0002", "valid"), (" 2 ", "valid"), ("\uff12", "valid"), ("2.0", "invalid"),
+                ("2e0", "invalid"), ("0x2", "invalid"), ("-0", "invalid"), ("", "invalid"), ("\u00b2", "invalid")],
+    "--seq-len": [("1_024", "valid"), ("\u0661\u0660\u0662\u0664", "valid"), ("8k", "invalid"), ("32K", "invalid"),
+                  ("1,024", "invalid"), ("1e3", "invalid"), ("1024.0", "invalid"), ("nan", "invalid")],
+    "--batch": [("+8", "valid"), ("\uff18", "valid"), ("8.", "invalid"), ("1e30", "invalid"), ("9" * 40, "invalid"),
+                ("-8", "invalid"), ("inf", "invalid")],
+    "--mem-fraction": [(".9", "valid"), ("9e-1", "valid"), ("0.9 ", "valid"), ("90%", "invalid"), ("0,9", "invalid"),
+                       ("nan", "invalid"), ("-0", "invalid"), ("1e-400", "invalid"), ("1.0000001", "invalid"),
+                       ("0x1p-1", "invalid")],
+}
+
+
+@st.composite
+def spelt_numbers_cases(draw) -> Case:
+    """`memory` with one number spelt at its type's edges (stop 48): SPELT's forms."""
+    b = _Builder("memory", draw)
+    opts = {"--cards": "2", "--batch": "8", "--seq-len": "2048"}
+    flag = draw(st.sampled_from(sorted(SPELT)))
+    text, label = draw(st.sampled_from([s for s in SPELT[flag] if s[1] == "valid"] if b.clean else SPELT[flag]))
+    opts[flag] = text
+    b.add([draw(st.sampled_from(SMALL_MODELS)), "--hardware", draw(st.sampled_from(SMALL_HW)),
+           *(a for kv in opts.items() for a in kv)], label, f"{flag} {text!r}")
+    return b.case()
+
+
+def _device_texts(fx: Fixtures) -> list[tuple[str, str, str]]:
+    """A user's device file written by hand from the catalog's H100 (stop 48): renamed (valid), a number with its
+    unit, beyond any device, infinite, fractional, a key given twice, a key misspelt or in a look-alike letter, a
+    name with a space or a non-Latin letter, the catalog's own name over other figures."""
+    if fx.device_texts is None:
+        text = (REPO / "hardware" / "h100_sxm.yaml").read_text().replace("name: h100_sxm", "name: my_h100", 1)
+        mem = "memory_bytes: 85899345920"
+        edits = [
+            (text, "valid", "renamed copy"),
+            (text.replace("description: ", "description: \u2603 caf\u00e9 ", 1), "valid", "unicode description"),
+            (text.replace(mem, "memory_bytes: 80_000_000_000"), "any", "memory_bytes 80_000_000_000 (YAML 1.1 int)"),
+            (text.replace(mem, 'memory_bytes: "80GB"'), "invalid", "memory_bytes '80GB'"),
+            (text.replace(mem, "memory_bytes: 1.0e+30"), "invalid", "memory_bytes 1e30"),
+            (text.replace(mem, "memory_bytes: .inf"), "invalid", "memory_bytes .inf"),
+            (text.replace(mem, "memory_bytes: 85899345920.5"), "invalid", "memory_bytes fractional"),
+            (text.replace(mem, mem + "\nmemory_bytes: 171798691840"), "invalid", "memory_bytes given twice"),
+            (text.replace(mem, "m\u0435mory_bytes: 85899345920"), "invalid", "memory_bytes with a Cyrillic e"),
+            (text.replace("hbm_bandwidth_Bps", "hbm_bandwidth_bps"), "invalid", "hbm_bandwidth_bps misspelt"),
+            (text.replace("bf16: 989.0e+12", 'bf16: "989 TFLOPS"'), "invalid", "peak bf16 with a unit"),
+            (text.replace("ranks_per_node: 8", "ranks_per_node: 8.5"), "invalid", "ranks_per_node 8.5"),
+            (text.replace("name: my_h100", 'name: "my h100"'), "invalid", "a name with a space"),
+            (text.replace("name: my_h100", "name: my_h100_\u0394"), "invalid", "a name with a Greek letter"),
+            (text.replace("name: my_h100", "name: h100_sxm").replace(mem, "memory_bytes: 171798691840"), "invalid",
+             "the catalog's name over other figures"),
+        ]
+        out = []
+        for i, (t, label, why) in enumerate(edits):
+            p = fx.folder / f"dev48-{i}.yaml"
+            p.write_text(t)
+            out.append((str(p), label, why))
+        fx.device_texts = out
+    return fx.device_texts
+
+
+@st.composite
+def device_file_cases(draw, fx: Fixtures) -> Case:
+    b = _Builder(draw(st.sampled_from(["memory", "estimate"])), draw)
+    _quick_base(draw, b)
+    path, label, why = b.file(draw, _device_texts(fx))
+    at = b.argv.index("--hardware") + 1
+    b.argv[at] = path
+    b.parts[-1] = (label, "file", why)
+    return b.case()
+
+
+UNMET = [  # (options, why): requests no configuration meets on any catalog device
+    (["--tpot-ms", "0.05"], "TPOT 0.05 ms"), (["--ttft-ms", "0.05"], "TTFT 0.05 ms"),
+    (["--ttft-ms", "0.05", "--tpot-ms", "0.05"], "TTFT and TPOT 0.05 ms"),
+    (["--phase", "decode", "--tpot-ms", "0.05"], "decode TPOT 0.05 ms"),
+]
+
+
+@st.composite
+def unmet_cases(draw) -> Case:
+    """Valid requests no plan meets (stop 48): an SLA below any device's reach, a model whose weights exceed the
+    cards. `solve` and `recommend` must exit 1 with one line naming what binds and what would fit."""
+    cmd = draw(st.sampled_from(["solve", "solve", "recommend"]))
+    b = _Builder(cmd, draw)
+    hw = draw(st.sampled_from(SMALL_HW))
+    if cmd == "solve" and draw(st.floats(0, 1)) < 0.3:
+        b.add(["qwen3-235b-a22b", "--hardware", hw, "--cards", draw(st.sampled_from(["1", "2"]))], "valid",
+              "470 GB of weights on 1-2 cards")
+    else:
+        opts, why = draw(st.sampled_from(UNMET if cmd == "solve" else UNMET[:3]))
+        b.add([draw(st.sampled_from(SMALL_MODELS)), "--hardware", hw, *opts], "valid", why)
+        if cmd == "solve":
+            b.add(["--cards", draw(st.sampled_from(["1", "2", "4"]))], "valid")
+        else:
+            b.add(["--cards", "1,2", "--target-requests-per-s", "1"], "valid")
+    b.add(["--max-concurrency", "16", "--time-limit", "2"], "valid")
+    c = b.case()
+    return Case(c.cmd, c.argv, c.label, c.family, c.why, slow=True, unmet=True)
+
+
 # A long run's cases by strategy group, in the order benchmarks/fuzz.py draws them: (group, share, seed offset,
 # batch share). Each group's cases are a prefix of what it drew when it was last "new" or the whole run: "old" in
 # batches of the whole run (its first 40% are the first 40% it drew at 70%), "s45" and "s46" (stop 45's and 46's) in
-# batches of 30% of the run under the seed offsets they were drawn with then; "new" (stop 47's) after them.
-GROUPS = (("old", 0.4, 0, 1.0), ("s45", 0.1, 500, 0.3), ("s46", 0.2, 700, 0.3), ("new", 0.3, 900, 0.3))
+# batches of 30% of the run under the seed offsets they were drawn with then; "s47" (stop 47's) and "new" (stop 48's:
+# repeated options, numbers spelt at their type's edges, a user's device file, requests no plan meets) after them.
+GROUPS = (("old", 0.35, 0, 1.0), ("s45", 0.1, 500, 0.3), ("s46", 0.15, 700, 0.3), ("s47", 0.2, 900, 0.3),
+          ("new", 0.2, 1100, 0.2))
 
 
 def cases(fx: Fixtures, fast: bool = False, only: str | None = None, group: str | None = None
           ) -> st.SearchStrategy[Case]:
     """Every subcommand; `fast` leaves out the valid solves, sweeps and recommends (seconds each); `only` draws
     from one strategy (its function's name without _cases: "family", "topology", ...); `group` "old" draws from
-    the strategies earlier runs drew from (so a seed's cases stay as they were), "s45" / "s46" from stop 45's / 46's,
-    "new" from the ones added since, None from all (GROUPS)."""
+    the strategies earlier runs drew from (so a seed's cases stay as they were), "s45" / "s46" / "s47" from stop 45's
+    / 46's / 47's, "new" from the ones added since, None from all (GROUPS)."""
     strategies = {"catalog": catalog_cases(), "inspect": inspect_cases(fx), "memory": memory_cases(fx),
                   "estimate": estimate_cases(fx), "solve": solve_cases(fx), "check": check_cases(fx),
                   "launch": launch_cases(fx), "sweep": sweep_cases(fx), "recommend": recommend_cases(fx),
@@ -2017,11 +2185,13 @@ def cases(fx: Fixtures, fast: bool = False, only: str | None = None, group: str 
     s46 = {"afd_check": afd_check_cases(fx), "afd_estimate": afd_estimate_cases(), "afd_launch": afd_launch_cases(fx),
            "vllm_wide_solve": vllm_wide_solve_cases(), "vllm_wide_launch": vllm_wide_launch_cases(fx),
            "multinode_launch": multinode_launch_cases(fx)}
-    new = {"command_check": command_check_cases(fx), "pp_stage": pp_stage_cases()}
-    strategies_all = {**strategies, **s45, **s46, **new}
+    s47 = {"command_check": command_check_cases(fx), "pp_stage": pp_stage_cases()}
+    new = {"repeats": repeats_cases(fx), "spelt_numbers": spelt_numbers_cases(), "device_file": device_file_cases(fx),
+           "unmet": unmet_cases()}
+    strategies_all = {**strategies, **s45, **s46, **s47, **new}
     if only is not None and only not in strategies_all:
         raise ValueError(f"unknown strategy {only!r} (known: {', '.join(strategies_all)})")
-    pools = {"old": strategies, "s45": s45, "s46": s46, "new": new, None: strategies_all}
+    pools = {"old": strategies, "s45": s45, "s46": s46, "s47": s47, "new": new, None: strategies_all}
     s = strategies_all[only] if only else st.one_of(*pools[group].values())
     return s.filter(lambda c: not c.slow) if fast else s
 

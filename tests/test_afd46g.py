@@ -176,6 +176,8 @@ def test_estimate_afd_gives_checks_estimate_of_the_same_deployment():
 
 
 def test_estimate_afd_refusal_names_the_flag():
-    r = CliRunner().invoke(main, [*ESTIMATE[:-8], "--lmhead-tp", "128", *ESTIMATE[-8:], "--afd"])
+    argv = [*ESTIMATE, "--afd"]
+    argv[argv.index("--lmhead-tp") + 1] = "128"  # in place: an option given twice is refused (stop 48)
+    r = CliRunner().invoke(main, argv)
     assert r.exit_code == 2
     assert "--lmhead-tp: [C.afd_tp_divides_half_world]" in r.stderr

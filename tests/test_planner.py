@@ -172,7 +172,7 @@ def test_each_candidates_memory_is_shown_beside_the_limit_it_fits():
     assert r.exit_code == 0, r.stderr
     for c in json.loads(r.stdout)["candidates"]:
         e = c["estimation"]
-        assert e["memory_feasible"] and e["memory_per_rank_gb"] <= e["memory_limit_gb"] == 81.6
+        assert e["memory_feasible"] and e["memory_per_rank_gb"] <= e["memory_limit_gb"] == 81.604
     table = CliRunner().invoke(main, GEMMA_LONG).stdout
     assert "fits: mem GB within the limit 81.60 GB = min(0.95 x 85.90, 85.90 - 3.76 runtime reserve)" in table
 

@@ -79,6 +79,14 @@ class _Group(click.Group):
             os.environ[DEBUG_ENV] = "1"
         return super().invoke(ctx)
 
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None:  # before it parses: click would keep a repeated option's last value silently
+            from solver.cli.options import refuse_repeats
+
+            refuse_repeats(command, rest)
+        return name, command, rest
+
 
 def _leave(args: tuple, kwargs: dict, code: int) -> NoReturn:
     """Exit with `code`. As the process's own command line, once the output is written, the interpreter's

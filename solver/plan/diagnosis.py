@@ -221,8 +221,8 @@ def _sla_reach(planner: cpsat.Planner, tables: Tables, world: int, slas: list[st
     cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
     knobs = " ".join(f"{k}={v}" for k, v in cfg.knobs().items() if v > 1) or "all knobs 1"
     shown = ", ".join(f"{SLA_FLAGS[s][2]} {three_figures(getattr(fig, SLA_FLAGS[s][1]) * 1e3)} ms" for s in slas)
-    return (f"{relax_slas(slas, together)}: the fastest configuration at concurrency {b} on {world} cards "
-            f"({knobs}) shows {shown}")
+    return (f"{relax_slas(slas, together)}: the fastest configuration at concurrency {b} on {world} "
+            f"card{'s' if world != 1 else ''} ({knobs}) shows {shown}")
 
 
 def _sla_world(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,

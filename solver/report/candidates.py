@@ -45,7 +45,7 @@ def estimate_figures(e, concurrency: int, cross_node: bool | None, prompt_len: i
         "params_per_card_gb": round(m.weights_total / GB, 2),
         "kv_cache_per_card_gb": round(m.cache_total / GB, 2),
         "memory_per_rank_gb": rounded(m.model_bytes / GB, "memory_per_rank_gb"),  # the runtime reserve aside, as the limit counts it
-        "memory_limit_gb": round(m.limit_bytes / GB, 2),
+        "memory_limit_gb": rounded(m.limit_bytes / GB, "memory_limit_gb"),  # at the memory's digits
         "memory_feasible": m.feasible,
         **({"cross_node_comm": cross_node} if cross_node is not None else {}),
         "concurrency": concurrency,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 
-DIGITS = {"memory_per_rank_gb": 3, "ttft_ms": 3, "tpot_ms": 4, "output_tokens_per_s_per_rank": 3,
-          "output_tokens_per_s": 2, "input_tokens_per_s": 2, "input_tokens_per_s_per_rank": 3, "tokens_per_s_per_user": 4,
-          "request_latency_ms": 3, "requests_per_s": 4}
+DIGITS = {"memory_per_rank_gb": 3, "memory_limit_gb": 3, "ttft_ms": 3, "tpot_ms": 4,
+          "output_tokens_per_s_per_rank": 3, "output_tokens_per_s": 2, "input_tokens_per_s": 2,
+          "input_tokens_per_s_per_rank": 3, "tokens_per_s_per_user": 4, "request_latency_ms": 3, "requests_per_s": 4}
 
 
 def rounded(value: float, figure: str) -> float:
