@@ -1,0 +1,64 @@
+"""Stop 48 follow-up: hybrid stacks under PP, zero experts under EP, DCP beside sliding windows (benchmarks/README.md
+"### Stop 48: hybrid stacks under PP, zero experts under EP")."""
+from __future__ import annotations
+
+import pytest
+
+from solver.launch import LaunchInputs, emit_launch
+from solver.launch.engine_flags import env_problems
+from solver.specs.framework import load_framework
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.model_rules import stage_sizes
+from solver.specs.parallel import ParallelConfig
+
+TP8 = dict(attn_tp_size=8, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8, moe_tp_size=8)
+PARTITION = {"vllm": "VLLM_PP_LAYER_PARTITION", "vllm-ascend": "VLLM_PP_LAYER_PARTITION",
+             "sglang": "SGLANG_PP_LAYER_PARTITION"}
+DEVICE = {"vllm": "h200_sxm", "vllm-ascend": "atlas_a3", "sglang": "h200_sxm"}
+
+
+def _env(engine: str, model: str, pp: int) -> dict[str, str]:
+    knobs = TP8 if load_model(model).is_moe else {k: v for k, v in TP8.items() if k != "moe_tp_size"}
+    pc = ParallelConfig(world_size=8 * pp, pp_size=pp, **knobs)
+    out = emit_launch(load_framework(engine), load_model(model), load_hardware(DEVICE[engine]), pc,
+                      LaunchInputs(batch=32, max_model_len=4352))
+    return out["nodes"][0]["env"]
+
+
+@pytest.mark.parametrize("engine", sorted(PARTITION))
+@pytest.mark.parametrize("pp", [2, 4])
+def test_an_uneven_pipeline_split_is_launched_as_priced(engine: str, pp: int) -> None:
+    """DeepSeek-V3's 61 layers leave a remainder at PP 2 and 4: SGLang 0.5.23 gives it to the last stages and vLLM to
+    the stages before the last (get_pp_indices), the estimate to the first (stage_sizes), so the command names the
+    priced split in the engine's partition variable, a name the engine reads."""
+    env = _env(engine, "deepseek-v3", pp)
+    assert env[PARTITION[engine]] == ",".join(map(str, stage_sizes(61, pp)))
+    assert env_problems(engine, env) == []
+
+
+@pytest.mark.parametrize("engine", sorted(PARTITION))
+def test_an_even_pipeline_split_sets_no_partition(engine: str) -> None:
+    """Llama-3.1-70B's 80 layers over PP 2: every engine's split is the priced one, nothing to set."""
+    assert PARTITION[engine] not in _env(engine, "llama-3.1-70b", 2)
+
+
+def test_sglangs_partition_variable_is_one_it_reads() -> None:
+    """SGLANG_PP_LAYER_PARTITION is read with os.getenv (srt/distributed/utils.py get_pp_indices), not through
+    srt/environ.py: engine_flags.yaml lists such names too (docs/engine_flags_from_wheels.py _getenv_names)."""
+    assert env_problems("sglang", {"SGLANG_PP_LAYER_PARTITION": "31,30"}) == []
+
+
+def test_check_says_a_command_without_the_priced_partition() -> None:
+    """A pasted SGLang command of DeepSeek-V3 TP8 x PP2 without the partition runs SGLang's 30,31 split, not the
+    31,30 the estimate prices: check names the variable the launch sets."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    cmd = ("python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --trust-remote-code --tp-size 8 "
+           "--pp-size 2 --nnodes 2 --node-rank 0 --dist-init-addr 10.0.0.1:5000 --max-running-requests 64 "
+           "--context-length 5120")
+    res = CliRunner().invoke(main, ["check", "--command", cmd, "--model", "deepseek-v3", "--hardware", "h200_sxm",
+                                    "--isl", "4096", "--osl", "1024", "--concurrency", "64"])
+    assert "SGLANG_PP_LAYER_PARTITION: not given; the launch sets 31,30" in res.output
