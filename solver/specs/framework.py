@@ -225,6 +225,11 @@ class FrameworkProfile(BaseModel):
         "each decode the attention replica's whole batch over their shard, the partial outputs merged by "
         "log-sum-exp over the CP group (vllm-ascend's PCP: each rank stores max_model_len / pcp tokens, decode "
         "requests duplicated on every PCP rank, output and lse all-gathered); excludes cp_replicates_kv_cache")
+    zero_expert_picks_computed: bool = Field(
+        False, description="a token's pick of an identity (zero-computation) expert is remapped to routed expert 0 "
+        "at weight 0 and runs through the MoE kernels and the dispatch like a real pick (vLLM's ZeroExpertRouter, "
+        "SGLang's zero_experts_compute_triton: the kernels take no negative id), so every top-k pick costs and the "
+        "zero picks all land on the rank holding expert 0; false: a zero pick costs nothing (real_topk)")
     kv_handoff_over_nics: bool = Field(
         False, description="its disaggregated KV hand-off runs over the RDMA NICs whatever the pools span (SGLang's "
         "mooncake transfer engine: protocol rdma unless SGLANG_MOONCAKE_CUSTOM_MEM_POOL opts into NVLink), so it is "
