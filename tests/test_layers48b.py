@@ -62,3 +62,55 @@ def test_check_says_a_command_without_the_priced_partition() -> None:
     res = CliRunner().invoke(main, ["check", "--command", cmd, "--model", "deepseek-v3", "--hardware", "h200_sxm",
                                     "--isl", "4096", "--osl", "1024", "--concurrency", "64"])
     assert "SGLANG_PP_LAYER_PARTITION: not given; the launch sets 31,30" in res.output
+
+
+# LongCat-Flash: 12 picks a token among 512 real + 256 identity experts, 8 real on average
+LONGCAT = ["longcat-flash-chat", "--hardware", "h200_sxm", "--cards", "16", "--isl", "4096", "--osl", "1024",
+           "--concurrency", "64", "--format", "json"]
+TP16 = ["--attn-tp", "16", "--moe-tp", "16", "--dense-tp", "16", "--embed-tp", "16", "--lmhead-tp", "16"]
+DPEP16 = ["--attn-tp", "1", "--moe-tp", "1", "--dense-tp", "1", "--embed-tp", "1", "--lmhead-tp", "1"]
+
+
+def _prefill_experts_gflops(framework: str, knobs: list[str]) -> float:
+    import json
+
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    res = CliRunner().invoke(main, ["estimate", *LONGCAT, "--framework", framework, *knobs])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    return out["breakdown"]["prefill"]["by_module"]["routed_experts"]["gflops"]
+
+
+def _fact_off(tmp_path) -> str:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "solver" / "frameworks" / "sglang.yaml").read_text()
+    assert "zero_expert_picks_computed: true" in text
+    path = tmp_path / "sglang-zero-skipped.yaml"
+    path.write_text(text.replace("zero_expert_picks_computed: true", "zero_expert_picks_computed: false"))
+    return str(path)
+
+
+@pytest.mark.parametrize("engine, remaps", [("vllm", True), ("vllm-ascend", True), ("sglang", True),
+                                            ("trtllm", False), ("atom", False)])
+def test_the_engines_that_run_zero_picks_as_expert_0_say_so(engine: str, remaps: bool) -> None:
+    """vLLM 0.34.0 / 0.23.0 (ZeroExpertRouter), vllm-ascend (experts_selector.zero_experts_compute) and SGLang 0.5.23
+    (zero_experts_compute_triton) remap a zero pick to expert 0 at weight 0; TensorRT-LLM's and ATOM's were not read."""
+    assert load_framework(engine).zero_expert_picks_computed is remaps
+
+
+def test_every_top_k_pick_is_priced_where_zero_picks_run_as_expert_0(tmp_path) -> None:
+    """MoE TP 16 (no EP): each rank computes its slice of every pick, 12 a token where the engine runs the zero
+    picks as expert 0, against the 8 real ones on average (12 x 512 / 768) where a zero pick costs nothing."""
+    ratio = _prefill_experts_gflops("sglang", TP16) / _prefill_experts_gflops(_fact_off(tmp_path), TP16)
+    assert ratio == pytest.approx(12 / 8, rel=1e-6)
+
+
+def test_zero_picks_pace_the_ep_rank_holding_expert_0(tmp_path) -> None:
+    """EP 16 over attention DP: the rank holding expert 0 computes every token's zero picks (4 a token on average)
+    beside its 1/16 share of the 8 real ones (0.5 a token at the routing skew), far more than the 1.5x of MoE TP."""
+    ratio = _prefill_experts_gflops("sglang", DPEP16) / _prefill_experts_gflops(_fact_off(tmp_path), DPEP16)
+    assert ratio > 4
