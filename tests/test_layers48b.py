@@ -114,3 +114,22 @@ def test_zero_picks_pace_the_ep_rank_holding_expert_0(tmp_path) -> None:
     beside its 1/16 share of the 8 real ones (0.5 a token at the routing skew), far more than the 1.5x of MoE TP."""
     ratio = _prefill_experts_gflops("sglang", DPEP16) / _prefill_experts_gflops(_fact_off(tmp_path), DPEP16)
     assert ratio > 4
+
+
+def test_a_pipeline_stage_holds_whole_longcat_blocks() -> None:
+    """LongCat-Flash's 56 sub-layers are 28 decoder layers of two (num_layers; vLLM make_layers(config.num_layers),
+    models/longcat_flash.py:395): PP 8 splits the 28, 4 / 3 blocks a stage, never half a block."""
+    from solver.estimate.pipeline import stages
+
+    sizes = [len(st.model.layers) for st in stages(load_model("longcat-flash-chat"), 8)]
+    assert sizes == [8, 8, 8, 8, 6, 6, 6, 6]
+
+
+def test_longcats_partition_counts_its_decoder_layers() -> None:
+    """The partition variable counts the engine's layers (28 for LongCat-Flash, whose sum vLLM checks against
+    num_hidden_layers as it builds them): PP 8 leaves 4 over, named as priced."""
+    knobs = {k: 2 for k in ("attn_tp_size", "dense_tp_size", "embed_tp_size", "lmhead_tp_size", "moe_tp_size")}
+    pc = ParallelConfig(world_size=16, pp_size=8, **knobs)
+    out = emit_launch(load_framework("vllm"), load_model("longcat-flash-chat"), load_hardware("h200_sxm"), pc,
+                      LaunchInputs(batch=16, max_model_len=5120))
+    assert out["nodes"][0]["env"]["VLLM_PP_LAYER_PARTITION"] == "4,4,4,4,3,3,3,3"

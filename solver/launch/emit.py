@@ -451,8 +451,10 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         "past_context": derived is not None and inputs.max_model_len > derived,
         # the stages' layers as priced (estimate.pipeline): where pp leaves a remainder the engines place it
         # otherwise, so the profiles name this split (their partition variable) where pp_uneven holds
-        "pp_uneven": pc.pp_size > 1 and len(model.layers) % pc.pp_size != 0,
-        "pp_layer_partition": ",".join(map(str, stage_sizes(len(model.layers), pc.pp_size))),
+        # counted in the engine's decoder layers (ModelSpec.stage_unit sub-layers each)
+        "pp_uneven": pc.pp_size > 1 and len(model.layers) // model.stage_unit % pc.pp_size != 0,
+        "pp_layer_partition": ",".join(str(n // model.stage_unit)
+                                       for n in stage_sizes(len(model.layers), pc.pp_size, model.stage_unit)),
         # the condition the estimate prices the profile's EP kernels under, read at this config and device; a
         # model without routed experts dispatches no tokens (a dense model's moe_ep_size is its world), so its
         # command names no MoE exchange
