@@ -133,3 +133,27 @@ def test_longcats_partition_counts_its_decoder_layers() -> None:
     out = emit_launch(load_framework("vllm"), load_model("longcat-flash-chat"), load_hardware("h200_sxm"), pc,
                       LaunchInputs(batch=16, max_model_len=5120))
     assert out["nodes"][0]["env"]["VLLM_PP_LAYER_PARTITION"] == "4,4,4,4,3,3,3,3"
+
+
+@pytest.mark.parametrize("model", ["qwen3-next-80b-a3b", "longcat-flash-chat", "mimo-7b", "gemma-3-27b-it"])
+def test_sglang_runs_no_pipeline_for_a_model_without_pp_proxy_tensors(model: str) -> None:
+    """sglang 0.5.23 asserts support_pp at --pp-size > 1 (model_executor/model_runner.py:508-516): a model whose
+    forward takes no pp_proxy_tensors (Qwen3NextForCausalLM, LongcatFlashForCausalLM, MiMoForCausalLM, Gemma-3's)
+    is refused, so the config is too; vLLM runs them."""
+    from solver.specs.model_rules import model_problems
+
+    m = load_model(model)
+    knobs = {k: 4 for k in ("attn_tp_size", "dense_tp_size", "embed_tp_size", "lmhead_tp_size")}
+    if m.is_moe:
+        knobs["moe_tp_size"] = 4
+    pc = ParallelConfig(world_size=8, pp_size=2, **knobs)
+    assert any("runs no pipeline parallel" in p for p in model_problems(m, pc, load_framework("sglang")))
+    assert not any("runs no pipeline parallel" in p for p in model_problems(m, pc, load_framework("vllm")))
+
+
+def test_sglang_keeps_pipelines_for_the_models_that_take_them() -> None:
+    """DeepSeek-V3, Qwen3.5, Nemotron-H and Gemma-4 forward pp_proxy_tensors (sglang 0.5.23 deepseek_v2.py:3100,
+    qwen3_5.py:1914, nemotron_h.py:861, gemma4_causal.py:1031)."""
+    fw = load_framework("sglang")
+    for model in ("deepseek-v3", "qwen3.5-122b-a10b", "nemotron-3-super-120b-a12b", "gemma-4-31b"):
+        assert not fw.refuses_feature("pipeline_parallel", load_model(model).model_type), model

@@ -387,6 +387,11 @@ class FrameworkProfile(BaseModel):
         feature = self.features.get(name)
         return feature is not None and feature.supported
 
+    def refuses_feature(self, name: str, model_type: str) -> bool:
+        """The engine has the feature but not for this model type (Feature.refused_model_types)."""
+        feature = self.features.get(name)
+        return feature is not None and model_type in feature.refused_model_types
+
     def feature_max(self, name: str) -> int | None:
         """The largest count a supported feature takes (Feature.max); None: no limit."""
         feature = self.features.get(name)

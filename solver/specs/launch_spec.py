@@ -434,4 +434,7 @@ class Feature(BaseModel):
     knob: str | None = None
     # the largest count the engine takes (redundant experts: vLLM's MAX_EXPERT_REDUNDANCY); None: no limit in its source
     max: int | None = Field(None, ge=0)
+    # model types (ModelSpec.model_type) whose model the engine refuses the feature for: their model file lacks
+    # it (SGLang's pipeline parallel: a forward without pp_proxy_tensors)
+    refused_model_types: list[str] = Field(default_factory=list)
     source: str = Field(min_length=1)
