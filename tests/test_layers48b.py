@@ -156,4 +156,14 @@ def test_sglang_keeps_pipelines_for_the_models_that_take_them() -> None:
     qwen3_5.py:1914, nemotron_h.py:861, gemma4_causal.py:1031)."""
     fw = load_framework("sglang")
     for model in ("deepseek-v3", "qwen3.5-122b-a10b", "nemotron-3-super-120b-a12b", "gemma-4-31b"):
-        assert not fw.refuses_feature("pipeline_parallel", load_model(model).model_type), model
+        assert fw.refusing_feature("pp_size", load_model(model).model_type) is None, model
+
+
+def test_sglang_runs_no_prefill_cp_for_longcat() -> None:
+    """sglang 0.5.23 arg_groups/parallel_hook.py:78-81 refuses --enable-prefill-cp with --attn-cp-size > 1 for
+    model_type longcat_flash: cp_size 2 is refused by the profile's data, not planned."""
+    from solver.specs.model_rules import model_problems
+
+    pc = ParallelConfig(world_size=16, cp_size=2, moe_tp_size=8)
+    problems = model_problems(load_model("longcat-flash-chat"), pc, load_framework("sglang"))
+    assert any(p.startswith("cp_size 2: sglang runs no prefill context parallel") for p in problems), problems

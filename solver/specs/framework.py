@@ -387,10 +387,14 @@ class FrameworkProfile(BaseModel):
         feature = self.features.get(name)
         return feature is not None and feature.supported
 
-    def refuses_feature(self, name: str, model_type: str) -> bool:
-        """The engine has the feature but not for this model type (Feature.refused_model_types)."""
-        feature = self.features.get(name)
-        return feature is not None and model_type in feature.refused_model_types
+    def refusing_feature(self, knob: str, model_type: str) -> str | None:
+        """The feature setting `knob` (pipeline_parallel: pp_size; else its Feature.knob) that the engine refuses
+        for this model type (Feature.refused_model_types), or None."""
+        for name, feature in self.features.items():
+            if (feature.knob or ("pp_size" if name == "pipeline_parallel" else None)) == knob \
+                    and model_type in feature.refused_model_types:
+                return name
+        return None
 
     def feature_max(self, name: str) -> int | None:
         """The largest count a supported feature takes (Feature.max); None: no limit."""

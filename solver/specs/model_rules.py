@@ -108,9 +108,11 @@ def model_problems(model: ModelSpec, pc: ParallelConfig, fw: FrameworkProfile) -
                 and need <= model.num_experts else "")  # at most one copy of each expert
         out.append(f"{slots} % moe_ep_size {pc.moe_ep_size} != 0{hint}")
     units = model.num_layers // model.stage_unit  # the decoder layers the engines split (LongCat: its blocks)
-    if pc.pp_size > 1 and fw.refuses_feature("pipeline_parallel", model.model_type):
-        out.append(f"pp_size {pc.pp_size}: {fw.name} runs no pipeline parallel for model type {model.model_type} "
-                   f"(features.pipeline_parallel.refused_model_types): use pp_size 1")
+    for knob, value in pc.knobs().items():
+        feature = fw.refusing_feature(knob, model.model_type) if value > 1 else None
+        if feature:
+            out.append(f"{knob} {value}: {fw.name} runs no {feature.replace('_', ' ')} for model type "
+                       f"{model.model_type} (features.{feature}.refused_model_types): use {knob} 1")
     if pc.pp_size > units:
         out.append(f"pp_size {pc.pp_size} > num_layers {units}: a stage would hold no layer"
                    + (f" (blocks of {model.stage_unit} sub-layers)" if model.stage_unit > 1 else ""))
