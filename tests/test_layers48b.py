@@ -167,3 +167,17 @@ def test_sglang_runs_no_prefill_cp_for_longcat() -> None:
     pc = ParallelConfig(world_size=16, cp_size=2, moe_tp_size=8)
     problems = model_problems(load_model("longcat-flash-chat"), pc, load_framework("sglang"))
     assert any(p.startswith("cp_size 2: sglang runs no prefill context parallel") for p in problems), problems
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_an_engine_without_the_models_class_refuses_it(engine: str) -> None:
+    """MiniMax-M1: vLLM 0.34.0 lists MiniMaxM1ForCausalLM as supported until 0.23.0 and raises (registry.py:1310-
+    1317); sglang 0.5.23 registers no MiniMax-M1 model. solve says so in one line, exit 2."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    res = CliRunner().invoke(main, ["solve", "minimax-m1", "--hardware", "h200_sxm", "--cards", "8", "--framework",
+                                    engine])
+    assert res.exit_code == 2
+    assert f"{engine} has no model for MiniMax-M1 (model type minimax_m1" in res.output

@@ -203,6 +203,9 @@ class FrameworkProfile(BaseModel):
     hybrid_state: HybridStateLayout | None = Field(
         None, description="how it allocates a hybrid model's constant per-request state beside the KV "
         "(HybridStateLayout); unset: the seed's, each request's state counted once beside its exact KV")
+    unserved_model_types: list[str] = Field(
+        default_factory=list, description="model types (the text config's model_type) it has no model for: every "
+        "command refuses the pairing (vLLM 0.34.0 dropped MiniMax-M1); empty: every model the catalog reads")
     no_prefix_cache: NoPrefixCache | None = Field(
         None, description="the models it serves without a prefix cache as launched (NoPrefixCache); unset: its "
         "launch caches prefixes for every model")
@@ -424,6 +427,13 @@ class FrameworkProfile(BaseModel):
             raise InputError(field, f"{self.name} runs on {'/'.join(self.vendors)} devices; {hardware} is {vendor}: "
                                     f"the profiles for {vendor} devices are {', '.join(profiles_for_vendor(vendor))}")
 
+    def check_model(self, model: "ModelSpec", field: str = "--framework") -> None:
+        """An engine serves the model types it has a model for (unserved_model_types)."""
+        if model.model_type in self.unserved_model_types:
+            raise InputError(field, f"{self.name} has no model for {model.name} (model type {model.model_type}: "
+                                    f"the profile's unserved_model_types); profiles that do not refuse it: "
+                                    f"{', '.join(profiles_serving(model.model_type)) or 'none'}")
+
     def prefix_hit_refusal(self, model: "ModelSpec", hit: float) -> str | None:
         """Why a prefix-cache hit of `hit` cannot be priced on `model` under this engine (no_prefix_cache: its
         launch keeps no prefix cache for the model, so no prompt token is found cached); None where it can."""
@@ -640,6 +650,11 @@ def profiles_for_vendor(vendor: str | None) -> list[str]:
     """The shipped profiles that run on this vendor's devices, sorted (those with no vendor list, generic, run on
     any): what a refusal offers in place of an engine that does not run there."""
     return [name for name in list_frameworks() if load_framework(name).runs_on(vendor)]
+
+
+def profiles_serving(model_type: str) -> list[str]:
+    """The shipped profiles with a model for this model type (FrameworkProfile.unserved_model_types), sorted."""
+    return [name for name in list_frameworks() if model_type not in load_framework(name).unserved_model_types]
 
 
 def load_framework_file(path: Path) -> FrameworkProfile:
