@@ -15,8 +15,9 @@ platform so vLLM's config defaults resolve on a machine without a GPU.
 - vLLM: EngineArgs.add_cli_args on a FlexibleArgumentParser (the parser `vllm serve` uses, less the frontend's
   server flags, which are added from entrypoints/common/cli_args.py (openai/cli_args.py before) make_arg_parser).
 - SGLang: ServerArgs.add_cli_args on an argparse.ArgumentParser (srt/server_args.py).
-- Environment variables (`env`): vLLM's envs.environment_variables, SGLang's srt/environ.py Envs attributes, and
-  for vllm-ascend vLLM's plus vllm_ascend/envs.py env_variables (ast).
+- Environment variables (`env`): vLLM's envs.environment_variables, SGLang's srt/environ.py Envs attributes plus
+  the SGLANG_* names its code reads from os.environ directly (_getenv_names, ast), and for vllm-ascend vLLM's plus
+  vllm_ascend/envs.py env_variables (ast).
 - vllm-ascend: the parser of the vLLM it is released against (docs/source/community/versioning_policy.md; the
   plugin adds no flag) and the --additional-config keys the plugin reads: every
   `additional_config.get("<key>")` / `additional_config["<key>"]` in vllm_ascend/ (read with ast).
@@ -154,7 +155,8 @@ def _sglang() -> dict[str, Any]:
 
     parser = argparse.ArgumentParser()
     ServerArgs.add_cli_args(parser)
-    env = sorted(k for k in vars(Envs) if k.isupper())
+    pkg = Path(sys.modules["sglang"].__file__).parent
+    env = sorted({k for k in vars(Envs) if k.isupper()} | set(_getenv_names(pkg)))
     # launch_server.py parses its argv with prepare_server_args (ServerArgs.add_cli_args' parser)
     return {"version": __version__, "read": "parser object",
             "source": "sglang/srt/server_args.py ServerArgs.add_cli_args",
@@ -210,6 +212,32 @@ def _additional_config_keys(pkg: Path) -> list[str]:
                     if got is not None and isinstance(got[0], ast.Name) and got[0].id in params:
                         sub.setdefault(key, set()).add(got[1])
     return sorted(top) + sorted(f"{k}.{s}" for k, subs in sub.items() for s in subs)
+
+
+def _getenv_names(pkg: Path) -> list[str]:
+    """The SGLANG_* variables the package reads straight from the environment, past srt/environ.py:
+    `os.getenv("<name>"...)`, `os.environ.get("<name>"...)`, `os.environ["<name>"]` (ast), e.g. get_pp_indices'
+    SGLANG_PP_LAYER_PARTITION (srt/distributed/utils.py)."""
+    out: set[str] = set()
+
+    def environ(node: ast.AST) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "environ"
+
+    for path in pkg.rglob("*.py"):
+        try:
+            tree = ast.parse(path.read_text(errors="replace"))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            key = None
+            if isinstance(node, ast.Call) and node.args and isinstance(node.func, ast.Attribute) and (
+                    node.func.attr == "getenv" or (node.func.attr == "get" and environ(node.func.value))):
+                key = node.args[0]
+            elif isinstance(node, ast.Subscript) and environ(node.value):
+                key = node.slice
+            if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.startswith("SGLANG_"):
+                out.add(key.value)
+    return sorted(out)
 
 
 def _ascend_env(path: Path) -> list[str]:

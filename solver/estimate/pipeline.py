@@ -100,7 +100,7 @@ def distinct_stages(model: ModelSpec, pp: int) -> tuple[Stage, ...]:
 
 
 def _build_stages(model: ModelSpec, pp: int) -> tuple[Stage, ...]:
-    sizes = stage_sizes(len(model.layers), pp)
+    sizes = stage_sizes(len(model.layers), pp, model.stage_unit)
     out, start = [], 0
     for i, n in enumerate(sizes):
         last = i == pp - 1

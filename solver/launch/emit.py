@@ -35,7 +35,7 @@ from solver.specs.launch_spec import (DISAGG_ROLES, PLAN_MEMORY_NAMES, POOL_NAME
 from solver.specs.expr import compile_expr
 from solver.specs.model import ModelSpec
 from solver.specs.notes import derived_said
-from solver.specs.model_rules import model_problems
+from solver.specs.model_rules import model_problems, stage_sizes
 from solver.specs.parallel import ParallelConfig, absent_knobs
 from solver.space.domains import node_counts
 from solver.launch.memory_share import (free_fraction, kv_pool_bytes, memory_fraction, static_fraction,
@@ -387,6 +387,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     if spec is None:
         raise InputError("--engine", no_command_template(fw))
     fw.check_vendor(hw.name, hw.vendor, "--engine")
+    fw.check_model(model, "--engine")
     # the nodes as this engine's launch uses them (an equal share of part-filled ones: space.placement), which
     # --nnodes, the per-node counts and the placement comments below read
     hw = as_launched(hw, fw, pc.world_size)
@@ -449,6 +450,12 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         "remote_code": model.remote_code,
         # past the context the engine derives from the config (its field times the RoPE factor it multiplies)
         "past_context": derived is not None and inputs.max_model_len > derived,
+        # the stages' layers as priced (estimate.pipeline): where pp leaves a remainder the engines place it
+        # otherwise, so the profiles name this split (their partition variable) where pp_uneven holds
+        # counted in the engine's decoder layers (ModelSpec.stage_unit sub-layers each)
+        "pp_uneven": pc.pp_size > 1 and len(model.layers) // model.stage_unit % pc.pp_size != 0,
+        "pp_layer_partition": ",".join(str(n // model.stage_unit)
+                                       for n in stage_sizes(len(model.layers), pc.pp_size, model.stage_unit)),
         # the condition the estimate prices the profile's EP kernels under, read at this config and device; a
         # model without routed experts dispatches no tokens (a dense model's moe_ep_size is its world), so its
         # command names no MoE exchange

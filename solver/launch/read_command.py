@@ -41,7 +41,8 @@ from solver.specs.parallel import ParallelConfig
 NOT_PARALLEL = frozenset({"batch", "replica_batch", "max_model_len", "token_budget", "graph_cap", "memory_fraction",
                           *PLAN_MEMORY_NAMES, "mtp", "ep_kernels", "prefill_role", "role",
                           "model_path", "head_addr", "node_addr", "hosts", "weight_dtype_set", "kv_dtype_set",
-                          "weight_dtype", "kv_dtype", "moe_weight_dtype", "remote_code", "past_context", "node_rank"})
+                          "weight_dtype", "kv_dtype", "moe_weight_dtype", "remote_code", "past_context", "node_rank",
+                          "pp_uneven", "pp_layer_partition"})
 # the most flag values whose products are tried as world sizes (2^n subsets)
 MAX_WORLD_FACTORS = 8
 

@@ -159,7 +159,7 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
     r.warnings["B"] += straddling_groups(model, hw, pc, fw.kvp_splits_attention_weights)
 
     if pc.pp_size > 1 and pc.world_size % pc.pp_size == 0:
-        L, pp = model.num_layers, pc.pp_size
+        L, pp = model.num_layers // model.stage_unit, pc.pp_size  # the engines' decoder layers
         if L % pp:
             r.warnings["B"].append(f"{L} layers do not divide into pp_size {pp} stages: balanced stages of "
                                    f"{-(-L // pp)} and {L // pp} layers, the slowest sets the pace")

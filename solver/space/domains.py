@@ -200,8 +200,10 @@ def knob_rule(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, 
         return "A.o_proj_dim_divisible"
     if any(width % value for _, width in ffn_widths(model, knob)):
         return "A.ffn_width_divisible_tp"
+    if value != 1 and fw.refusing_feature(knob, model.model_type):
+        return f"C.{fw.refusing_feature(knob, model.model_type)}_model_type_refused"
     if knob == "pp_size" and value > 1:
-        if value > model.num_layers:
+        if value > model.num_layers // model.stage_unit:
             return "A.pp_at_most_layers"
         if kv_sharing_split(model, value):
             return "A.pp_keeps_kv_sharing_groups"

@@ -221,6 +221,9 @@ class FrameworkProfile(BaseModel):
     kv_blocks: KVBlocks | None = Field(
         None, description="the KV cache's block of tokens and the blocks its pool reserves (KVBlocks); unset: each "
         "request's exact tokens, no block reserved")
+    unserved_model_types: list[str] = Field(
+        default_factory=list, description="model types (the text config's model_type) it has no model for: every "
+        "command refuses the pairing (vLLM 0.34.0 dropped MiniMax-M1); empty: every model the catalog reads")
     no_prefix_cache: NoPrefixCache | None = Field(
         None, description="the models it serves without a prefix cache as launched (NoPrefixCache); unset: its "
         "launch caches prefixes for every model")
@@ -243,6 +246,11 @@ class FrameworkProfile(BaseModel):
         "each decode the attention replica's whole batch over their shard, the partial outputs merged by "
         "log-sum-exp over the CP group (vllm-ascend's PCP: each rank stores max_model_len / pcp tokens, decode "
         "requests duplicated on every PCP rank, output and lse all-gathered); excludes cp_replicates_kv_cache")
+    zero_expert_picks_computed: bool = Field(
+        False, description="a token's pick of an identity (zero-computation) expert is remapped to routed expert 0 "
+        "at weight 0 and runs through the MoE kernels and the dispatch like a real pick (vLLM's ZeroExpertRouter, "
+        "SGLang's zero_experts_compute_triton: the kernels take no negative id), so every top-k pick costs and the "
+        "zero picks all land on the rank holding expert 0; false: a zero pick costs nothing (real_topk)")
     kv_handoff_over_nics: bool = Field(
         False, description="its disaggregated KV hand-off runs over the RDMA NICs whatever the pools span (SGLang's "
         "mooncake transfer engine: protocol rdma unless SGLANG_MOONCAKE_CUSTOM_MEM_POOL opts into NVLink), so it is "
@@ -400,6 +408,15 @@ class FrameworkProfile(BaseModel):
         feature = self.features.get(name)
         return feature is not None and feature.supported
 
+    def refusing_feature(self, knob: str, model_type: str) -> str | None:
+        """The feature setting `knob` (pipeline_parallel: pp_size; else its Feature.knob) that the engine refuses
+        for this model type (Feature.refused_model_types), or None."""
+        for name, feature in self.features.items():
+            if (feature.knob or ("pp_size" if name == "pipeline_parallel" else None)) == knob \
+                    and model_type in feature.refused_model_types:
+                return name
+        return None
+
     def feature_max(self, name: str) -> int | None:
         """The largest count a supported feature takes (Feature.max); None: no limit."""
         feature = self.features.get(name)
@@ -427,6 +444,13 @@ class FrameworkProfile(BaseModel):
         if not self.runs_on(vendor):
             raise InputError(field, f"{self.name} runs on {'/'.join(self.vendors)} devices; {hardware} is {vendor}: "
                                     f"the profiles for {vendor} devices are {', '.join(profiles_for_vendor(vendor))}")
+
+    def check_model(self, model: "ModelSpec", field: str = "--framework") -> None:
+        """An engine serves the model types it has a model for (unserved_model_types)."""
+        if model.model_type in self.unserved_model_types:
+            raise InputError(field, f"{self.name} has no model for {model.name} (model type {model.model_type}: "
+                                    f"the profile's unserved_model_types); profiles that do not refuse it: "
+                                    f"{', '.join(profiles_serving(model.model_type)) or 'none'}")
 
     def prefix_hit_refusal(self, model: "ModelSpec", hit: float) -> str | None:
         """Why a prefix-cache hit of `hit` cannot be priced on `model` under this engine (no_prefix_cache: its
@@ -648,6 +672,11 @@ def profiles_for_vendor(vendor: str | None) -> list[str]:
     """The shipped profiles that run on this vendor's devices, sorted (those with no vendor list, generic, run on
     any): what a refusal offers in place of an engine that does not run there."""
     return [name for name in list_frameworks() if load_framework(name).runs_on(vendor)]
+
+
+def profiles_serving(model_type: str) -> list[str]:
+    """The shipped profiles with a model for this model type (FrameworkProfile.unserved_model_types), sorted."""
+    return [name for name in list_frameworks() if model_type not in load_framework(name).unserved_model_types]
 
 
 def load_framework_file(path: Path) -> FrameworkProfile:

@@ -85,4 +85,5 @@ def group_knobs(group: str) -> tuple[str, ...]:
 # Factors as 1.0 / 0.0 by FrameworkProfile.efficiency_for, read as booleans by estimate.factors
 LAYOUT_SWITCHES = ("kvp_splits_attention_weights", "cp_replicates_kv_cache", "sp_decode_repeats_batch",
                    "cp_decode_repeats_batch", "cp_decode_shards_kv", "indexer_keys_unquantised",
-                   "kvp_replicates_indexer_keys", "kv_handoff_over_nics", "indexer_decode_logits_unbounded")
+                   "kvp_replicates_indexer_keys", "kv_handoff_over_nics", "indexer_decode_logits_unbounded",
+                   "zero_expert_picks_computed")

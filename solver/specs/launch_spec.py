@@ -57,6 +57,8 @@ LAUNCH_NAMES = POOL_NAMES | frozenset({
     "past_context",      # 1 when max_model_len exceeds the model's config context (ModelSpec.max_position_embeddings)
     "ep_kernels",        # 1 where the profile's EP-kernel condition holds (serving.ep_kernels.when): the estimate
                          # prices its exchange there, so the args selecting it read this
+    "pp_uneven",         # 1 where pp_size > 1 does not divide the layers: the engines' own splits of the remainder
+                         # differ (vLLM the stages before the last, SGLang the last), so the launch names the priced one
 })
 # the launch names read off the plan's memory of one rank (the estimate's MemoryReport at the planned batch)
 PLAN_MEMORY_NAMES = frozenset({"static_fraction", "free_fraction", "kv_pool_bytes"})
@@ -69,12 +71,14 @@ REPLICA_BATCH = "max(1, (batch * attn_group_size + world - 1) // world)"
 STEP_BUDGET_NAMES = frozenset({"token_budget", "replica_batch", "mtp"})
 # the launch names that are yes/no (a `when` may be one of them alone)
 LAUNCH_FLAGS = frozenset({"weight_dtype_set", "kv_dtype_set", "prefill_role", "remote_code", "past_context",
-                          "ep_kernels"})
+                          "ep_kernels", "pp_uneven"})
 # text names: placeholders the user replaces, documented in README ("Launch commands")
 # role: "prefill" or "decode" (disaggregated serving; `map` spells it); node_addr: the address of the node this
 # command runs on (the head's for node 0)
+# pp_layer_partition: the layers of each pipeline stage as the estimate prices them (model_rules.stage_sizes),
+# comma-joined in stage order
 LAUNCH_TEXT_NAMES = frozenset({"model_path", "head_addr", "node_addr", "hosts", "weight_dtype", "kv_dtype",
-                               "moe_weight_dtype", "role"})
+                               "moe_weight_dtype", "role", "pp_layer_partition"})
 _TEMPLATE = re.compile(r"\{([a-z_]+)\}")
 
 
@@ -430,4 +434,7 @@ class Feature(BaseModel):
     knob: str | None = None
     # the largest count the engine takes (redundant experts: vLLM's MAX_EXPERT_REDUNDANCY); None: no limit in its source
     max: int | None = Field(None, ge=0)
+    # model types (ModelSpec.model_type) whose model the engine refuses the feature for: their model file lacks
+    # it (SGLang's pipeline parallel: a forward without pp_proxy_tensors)
+    refused_model_types: list[str] = Field(default_factory=list)
     source: str = Field(min_length=1)

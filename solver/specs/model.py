@@ -55,6 +55,9 @@ class ModelSpec:
     # the layer each layer reads its K/V from where the config names it (kv_source_layers), its own index where it
     # caches its own; () where no layer names one (CLA and Gemma-3n read the nearest: model_rules.kv_sharing_split)
     kv_sources: tuple[int, ...] = ()
+    # layers the engines' pipeline split keeps on one stage: a config layer of several sub-layers sharing one MoE
+    # (LongCat's num_layers blocks, each an engine's decoder layer) is one layer to it (model_rules.stage_sizes)
+    stage_unit: int = 1
     quant: QuantSpec = field(default_factory=QuantSpec)
     warnings: tuple[str, ...] = ()
     nonstandard_modules: tuple[str, ...] = ()

@@ -7,10 +7,12 @@ from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig, absent_knob_problems, smallest_redundant
 
 
-def stage_sizes(num_layers: int, pp: int) -> tuple[int, ...]:
-    """Layers per pipeline stage, balanced: the first num_layers % pp stages hold one more (estimate.pipeline)."""
-    base, extra = divmod(num_layers, pp)
-    return tuple(base + (1 if i < extra else 0) for i in range(pp))
+def stage_sizes(num_layers: int, pp: int, unit: int = 1) -> tuple[int, ...]:
+    """Layers per pipeline stage, balanced in whole units of `unit` layers (ModelSpec.stage_unit: the engines'
+    decoder layers): the first (num_layers / unit) % pp stages hold one unit more (estimate.pipeline; the launch
+    names this split where the engines' own would differ: launch.emit pp_layer_partition)."""
+    base, extra = divmod(num_layers // unit, pp)
+    return tuple((base + (1 if i < extra else 0)) * unit for i in range(pp))
 
 
 # the TP knobs that split an FFN's width (A.ffn_width_divisible_tp)
@@ -41,7 +43,7 @@ def kv_sharing_split(model: ModelSpec, pp: int) -> tuple[int, int] | None:
     layer before the shared ones under num_kv_shared_layers)."""
     if pp <= 1:
         return None
-    stage_of = [i for i, n in enumerate(stage_sizes(len(model.layers), pp)) for _ in range(n)]
+    stage_of = [i for i, n in enumerate(stage_sizes(len(model.layers), pp, model.stage_unit)) for _ in range(n)]
     mixers = [layer.mixer for layer in model.layers]
     for i, m in enumerate(mixers):
         if not getattr(m, "kv_shared", False):
@@ -105,9 +107,16 @@ def model_problems(model: ModelSpec, pc: ParallelConfig, fw: FrameworkProfile) -
                 if fw.has_feature("redundant_experts") and fw.fixed_redundant_experts is None and need != r
                 and need <= model.num_experts else "")  # at most one copy of each expert
         out.append(f"{slots} % moe_ep_size {pc.moe_ep_size} != 0{hint}")
-    if pc.pp_size > model.num_layers:
-        out.append(f"pp_size {pc.pp_size} > num_layers {model.num_layers}: a stage would hold no layer")
-    split = kv_sharing_split(model, pc.pp_size) if pc.pp_size <= model.num_layers else None
+    units = model.num_layers // model.stage_unit  # the decoder layers the engines split (LongCat: its blocks)
+    for knob, value in pc.knobs().items():
+        feature = fw.refusing_feature(knob, model.model_type) if value > 1 else None
+        if feature:
+            out.append(f"{knob} {value}: {fw.name} runs no {feature.replace('_', ' ')} for model type "
+                       f"{model.model_type} (features.{feature}.refused_model_types): use {knob} 1")
+    if pc.pp_size > units:
+        out.append(f"pp_size {pc.pp_size} > num_layers {units}: a stage would hold no layer"
+                   + (f" (blocks of {model.stage_unit} sub-layers)" if model.stage_unit > 1 else ""))
+    split = kv_sharing_split(model, pc.pp_size) if pc.pp_size <= units else None
     if split:
         out.append(f"pp_size {pc.pp_size}: layer {split[0]} attends with the K/V of layer {split[1]}, which "
                    "another stage caches (use_cla / num_kv_shared_layers / kv_source_layers); "

@@ -507,7 +507,9 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         tie_word_embeddings=tie, layers=layers, mtp_modules=mtp,
         mtp_checkpoint_copies=copies, encoders=encoders,
         max_position_embeddings=max_pos, context_field=context_field, rope_scalings=read_rope_scalings(f.cfg),
-        pattern_source=source, kv_sources=_kv_sources(layer_slots, layers), quant=quant, warnings=tuple(warnings), nonstandard_modules=tuple(nonstandard),
+        pattern_source=source, kv_sources=_kv_sources(layer_slots, layers),
+        # sub-layers sharing one MoE end with the one holding it (config.pattern: LongCat's blocks)
+        stage_unit=next((s.index + 1 for s in layer_slots if s.extra_moe), 1), quant=quant, warnings=tuple(warnings), nonstandard_modules=tuple(nonstandard),
         norm_bias=norm_bias, remote_code=bool(raw.get("auto_map")), position_encoding=positions,
         per_layer_inputs=reader.per_layer_inputs(), self_conditioning=reader.self_conditioning(), **outside,
     )

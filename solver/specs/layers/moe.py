@@ -131,6 +131,11 @@ class MoE(Block):
         """Routed experts a token reaches that compute: top-k scaled by the real share of the slots."""
         return self.topk * self.experts / self.slots
 
+    def picks_sent(self, f) -> float:
+        """Routed picks a token sends through the MoE kernels and the dispatch: the real ones, or every top-k pick
+        where the engine runs a zero pick as expert 0 at weight 0 (Factors.zero_expert_picks_computed)."""
+        return float(self.topk) if self.zero_experts and f.zero_expert_picks_computed else self.real_topk
+
     @property
     def expert_width(self) -> int:
         return self.latent or self.hidden
@@ -202,6 +207,9 @@ class MoE(Block):
         system_tokens = T * cx.busy_replicas()
         pairs = system_tokens * self.real_topk / ep
         imb = load_imbalance(routing_skew(f.expert_imbalance, pc.redundant_experts), pairs, ep)
+        # zero picks run as expert 0 (picks_sent): all of them on the EP rank holding it, which then paces the layer
+        # with its share of the real pairs at the skew; its weights are among the real experts' read below
+        hot = system_tokens * (self.picks_sent(f) - self.real_topk)
         # weights are read once per distinct physical slot hit: redundant copies split a hot expert's tokens
         # and add slots, E + r over the EP group
         touched = distinct_experts_touched(pc.expert_slots(self.experts), self.real_topk, system_tokens) / ep
@@ -213,13 +221,13 @@ class MoE(Block):
         # dequantizing MoE GEMM, at its own fraction of the 16-bit GEMM (cx.gemm: `dequant_gemm`) instead
         peak, eff = cx.gemm("experts")
         grouped = 1.0 if prec.weight_only("experts") else f.grouped_gemm
-        ops = [cx.op("routed_experts", "routed_experts", 2 * pairs * p / t * imb,
+        ops = [cx.op("routed_experts", "routed_experts", 2 * (pairs * imb + hot) * p / t,
                      touched * p / t * prec.fmt("experts").bytes_per_param
-                     + pairs * (width + 2 * self.inter / t) * ACT_BYTES,
+                     + (pairs + hot) * (width + 2 * self.inter / t) * ACT_BYTES,
                      peak, eff, kernels=4, shape_eff=cx.shape_efficiency(self.inter / t) * grouped),
                # token permute / un-permute: pairs x width x 2 bytes x 2 passes on the busiest rank
-               cx.op("moe_permute", "routed_experts", 0.0, 2 * pairs * imb * width * ACT_BYTES, hw.flops("bf16"),
-                     f.gemm, kernels=1)]
+               cx.op("moe_permute", "routed_experts", 0.0, 2 * (pairs * imb + hot) * width * ACT_BYTES,
+                     hw.flops("bf16"), f.gemm, kernels=1)]
         u1 = cx.group_tokens(1)
         router = self.router_params
         ops.append(cx.op("router", "router", 2 * u1 * router, router * 2, hw.flops("bf16"), f.gemm, kernels=2))
@@ -273,7 +281,8 @@ class MoE(Block):
             # busiest rank sends its own tokens to the t ranks of each destination MoE group. The EP kernels'
             # per-call latency is the device's (comm.ep_all_to_all_s), not a link hop's
             disp_b = 1 if prec.activation in ("fp8", "int8", "fp4") else ACT_BYTES
-            send = t * cx.group_tokens(1) * self.real_topk * self.expert_width
+            picks = self.picks_sent(cx.f)
+            send = t * cx.group_tokens(1) * picks * self.expert_width
             # the published kernel latency is the decode (low-latency) kernels'; prefill runs the engines'
             # throughput kernels, which have no published per-call figure: a plain all-to-all there. An engine
             # whose exchange is the collective library's all-to-all (ep_exchange all_to_all) runs it at both
@@ -283,7 +292,7 @@ class MoE(Block):
             if kernel and a2a == "all_to_all":
                 # RDMA once per remote NVLink domain hit: scaling the whole send makes the RDMA level's bytes
                 # exact; the NVLink level it also scales stays well below it (an order of magnitude faster link)
-                send *= rdma_copies_share(cx.hw, ep, t, self.real_topk)
+                send *= rdma_copies_share(cx.hw, ep, t, picks)
             out.append(cx.coll("ep_dispatch", "routed_experts", a2a, ep, send * disp_b, stride=t))
             out.append(cx.coll("ep_combine", "routed_experts", a2a, ep, send * ACT_BYTES, stride=t))
         if self.shared_inter and d > 1 and not fused:
