@@ -24,8 +24,8 @@ from solver.plan.deployment_front import deployment_front, on_front_keys
 from solver.plan.diagnosis import binding_constraints, explain_infeasible
 from solver.plan.exhaustive import OutOfTime, enumerate_points
 from solver.plan.layout_memory import assumed_memory
-from solver.plan.sla_edge import (at_own_edges, edges_planned, full_estimate_misses, planned_sla_edges, sla_edge_note,
-                                   sla_tests)
+from solver.plan.sla_edge import (at_own_edges, edges_planned, full_estimate_misses, has_slas, planned_sla_edges,
+                                   sla_edge_note, sla_tests)
 from solver.plan.table_build import build_tables
 from solver.plan.tables import Tables
 from solver.plan.verified import verified_candidate
@@ -222,7 +222,7 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
         others = [c for k in SCENARIO_WEIGHTS if k != scenario.kind or scenario.weights is not None
                   for c in _kind_candidates(model, hw, prec, fw, world, scenario.model_copy(
                       update={"kind": k, "weights": None}), params, method, top, allow_cross_node, mem_opts, verified)
-                  ] if edges_planned(scenario) else []
+                  ] if edges_planned(scenario, fw) else []
         result.front = deployment_front(result.front, [*result.candidates, *others])
         on = on_front_keys(result.front)
         result.candidates = [tie_marked(replace(c, on_front=(tuple(c.config.knobs().values()), c.batch) in on,
@@ -362,7 +362,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         return pl
 
     # edge -> the planned concurrency whose optima it was found from (plan.sla_edge)
-    edges = planned_sla_edges(classes, tables, scenario, meets, runs)
+    edges = planned_sla_edges(classes, tables, scenario, fw, meets, runs)
     if edges:
         # the SLAs stop a power's optima: their edges are planned too
         planner = planner_at(tuple(sorted(edges)))
@@ -451,7 +451,8 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         # an earlier candidate's question at the same edge recorded (its time-outs, cut stops)
         at: dict[int, cpsat.Planner] = dict.fromkeys(edges, planner)
         moved = at_own_edges([p for p in chosen[1:] if p.batch not in edges], powers, meets, runs,
-                             lambda c: at[c] if c in at else at.setdefault(c, planner_at((c,))), fixed)
+                             lambda c: at[c] if c in at else at.setdefault(c, planner_at((c,))), fixed,
+                             has_slas(scenario))
         for p, (q, pl) in moved.items():
             chosen[chosen.index(p)] = q
             roles[q.key()] = roles.pop(p.key())
