@@ -64,3 +64,87 @@ def test_768_atlas_a3_dies_under_cann_recipes_run_their_best_runnable_load() -> 
                          "cann-recipes", **spec)
     first = cands[0].planned
     assert first.batch == 4608 and first.estimate.tpot_s * 1e3 <= 50.0
+
+
+# --- PP stages per DP engine: B.pp_stage_whole_nodes reads the engine's rank order ---
+
+def _placed(fw_name: str, world: int):
+    from solver.space.placement import as_launched
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    fw = load_framework(fw_name)
+    return as_launched(load_hardware("h100_sxm"), fw, world), fw
+
+
+def test_a_dp_major_stage_is_judged_per_dp_engine() -> None:
+    """12 H100 under vLLM run 2 nodes x 6; TP2 x PP3 x DP2 is two engines of 6 ranks, each stage 2 ranks inside
+    its engine's node: it fits. TP4 x PP3 (one engine's stage, 4 ranks) would straddle: it does not."""
+    from solver.space.domains import pp_fits_nodes
+    from solver.specs.framework import DP_MAJOR
+    hw, _ = _placed("vllm", 12)
+    assert hw.ranks_per_node == 6
+    assert pp_fits_nodes(12, 3, hw, DP_MAJOR, engine=2)
+    assert not pp_fits_nodes(12, 3, hw, DP_MAJOR, engine=4)
+
+
+def test_a_stage_major_stage_is_judged_whole() -> None:
+    """Stage-major (SGLang) numbers a stage's 12 / 3 = 4 ranks consecutively: against 6 a node it straddles."""
+    from solver.space.domains import pp_fits_nodes
+    from solver.specs.framework import STAGE_MAJOR
+    hw, _ = _placed("sglang", 12)
+    assert not pp_fits_nodes(12, 3, hw, STAGE_MAJOR, engine=2)
+
+
+def test_the_space_keeps_pp3_on_12_h100_under_a_dp_major_engine_only() -> None:
+    """The pp value alone: kept under vLLM (its layouts judge it with their engine), pruned under SGLang."""
+    from solver.space.domains import build_space
+    from solver.specs.model_catalog import load_model
+    sc = Scenario(kind="throughput", isl=8192, osl=1024)
+    m = load_model("llama-3.3-70b")
+    hw, fw = _placed("vllm", 12)
+    assert 3 in build_space(m, hw, fw, 12, sc).domains["pp_size"]
+    hw, fw = _placed("sglang", 12)
+    space = build_space(m, hw, fw, 12, sc)
+    assert 3 not in space.domains["pp_size"]
+    assert any(p.knob == "pp_size" and p.value == 3 and p.rule == "B.pp_stage_whole_nodes" for p in space.pruned)
+
+
+def test_the_attention_layouts_keep_a_dp_major_stage_inside_its_engines_node() -> None:
+    """Under vLLM on 12 H100 the attention layouts keep TP2 x PP3 and TP1 x PP3 (engines of 2 and 1 ranks a stage,
+    6 and 3 ranks a node); every layout kept has each engine's stage tiling the 6-rank node."""
+    from solver.plan.table_build import attention_tuples
+    from solver.space.domains import build_space
+    from solver.specs.model_catalog import load_model
+    sc = Scenario(kind="throughput", isl=8192, osl=1024)
+    m = load_model("llama-3.3-70b")
+    hw, fw = _placed("vllm", 12)
+    layouts = {(t[0], t[-1]) for t in attention_tuples(build_space(m, hw, fw, 12, sc), m, fw, 12, hw, sc)
+               if t[1] == t[2] == t[3] == 1}
+    assert (2, 3) in layouts and (1, 3) in layouts
+    assert all(6 % tp == 0 for tp, _ in layouts)
+
+
+def test_check_names_no_straddling_stage_for_a_dp_major_engine() -> None:
+    """`check` and the planner read one rule: TP2 x PP3 x DP2 on 12 H100 breaks no one-knob rule under vLLM, and
+    TP4 x PP3 does (B.tp_groups_tile_nodes for its 4-rank TP as well)."""
+    from solver.space.domains import config_violations
+    from solver.specs.model_catalog import load_model
+    from solver.specs.parallel import ParallelConfig
+    sc = Scenario(kind="throughput", isl=8192, osl=1024)
+    m = load_model("llama-3.3-70b")
+    hw, fw = _placed("vllm", 12)
+    tp2 = ParallelConfig(world_size=12, attn_tp_size=2, dense_tp_size=2, embed_tp_size=2, lmhead_tp_size=2,
+                         pp_size=3)
+    assert config_violations(m, hw, fw, tp2, sc) == []
+    hw_s, fw_s = _placed("sglang", 12)
+    assert "B.pp_stage_whole_nodes" in config_violations(m, hw_s, fw_s, tp2, sc)
+
+
+def test_vllm_on_12_h100_plans_tp2_x_pp3_x_dp2() -> None:
+    """Llama-3.3-70B on 12 H100 under vLLM, 8K/1K throughput: TP2 x PP3 x DP2 at 128 requests (98.3 tok/s per
+    rank), where the answer pruned it and stopped at 61.8."""
+    _, cands = run_solve("llama-3.3-70b", "h100_sxm", 12, Scenario(kind="throughput", isl=8192, osl=1024), "vllm",
+                         explain_binding=False)
+    pc = cands[0].planned.config
+    assert (pc.attn_tp_size, pc.pp_size, pc.attn_replicas) == (2, 3, 2)
+    assert cands[0].planned.estimate.output_tokens_per_s_per_rank > 90
