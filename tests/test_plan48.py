@@ -148,3 +148,28 @@ def test_vllm_on_12_h100_plans_tp2_x_pp3_x_dp2() -> None:
     pc = cands[0].planned.config
     assert (pc.attn_tp_size, pc.pp_size, pc.attn_replicas) == (2, 3, 2)
     assert cands[0].planned.estimate.output_tokens_per_s_per_rank > 90
+
+
+def test_the_range_note_names_a_count_its_configuration_cannot_pass_below_the_cap() -> None:
+    """DP768 at 3,840 under a cap of 4,096 runs no larger count there: the answer is at the top of its range, and
+    the note says so (recommend widens the range on it); a configuration that runs more gets no note."""
+    from solver.space.domains import range_note
+    sc = Scenario(kind="throughput", isl=8192, osl=1024)
+    assert range_note(3840, sc) is None
+    note = range_note(3840, sc, more=False)
+    assert note is not None and "3,840" in note and "batch rules" in note
+
+
+def test_runs_more_reads_the_engines_batch_rule() -> None:
+    """Under cann-recipes attention DP768 on 768 dies runs 3,840 and 4,608, nothing between: none past 3,840 up to
+    4,096, one up to 4,608; an engine without batch rules runs every count."""
+    from solver.plan.sla_edge import runs_more
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    m, hw = load_model("deepseek-v3.2"), load_hardware("atlas_a3")
+    dp768 = {"attn_tp_size": 1, "o_proj_tp_size": 4, "lmhead_tp_size": 32}
+    cann = load_framework("cann-recipes")
+    assert not runs_more(dp768, m, hw, cann, 768, 3840, 4096)
+    assert runs_more(dp768, m, hw, cann, 768, 3840, 4608)
+    assert runs_more(dp768, m, hw, load_framework("generic"), 768, 3840, 4096)

@@ -164,11 +164,26 @@ def sla_tests(tables: Tables, model: ModelSpec, hw: Hardware, prec: Precision, f
                                                                          mem_opts).feasible
 
     def runs(p: Point, c: int) -> bool:
-        env = model_env(tables.config(dict(p.picks)), model, **device_facts(hw), world=world, batch=c,
-                        mtp=scenario.mtp)
-        return all(r.holds(env) for r in fw.batch_rules)
+        return engine_runs(tables.config(dict(p.picks)), model, hw, fw, world, c, scenario.mtp)
 
     return meets, runs
+
+
+def engine_runs(knobs: dict[str, int], model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, c: int,
+                mtp: int = 0) -> bool:
+    """The engine may run c concurrent requests on this configuration (its batch rules: cann-recipes, the batch a
+    multiple of the attention DP size)."""
+    if not fw.batch_rules:
+        return True
+    env = model_env(knobs, model, **device_facts(hw), world=world, batch=c, mtp=mtp)
+    return all(r.holds(env) for r in fw.batch_rules)
+
+
+def runs_more(knobs: dict[str, int], model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, c: int,
+              cap: int, mtp: int = 0) -> bool:
+    """Whether the engine runs this configuration at some count in (c, cap]: False where its batch rules leave
+    none (DP768 at 3,840 under a cap of 4,096), so c is the top of the range for it (space.range_note)."""
+    return any(engine_runs(knobs, model, hw, fw, world, n, mtp) for n in range(c + 1, cap + 1))
 
 
 def has_slas(scenario: Scenario) -> bool:
@@ -192,5 +207,5 @@ def planned_sla_edges(classes: dict[tuple[int, float], Point], tables: Tables, s
     return sla_edges(classes, tables.batches, meets, runs, has_slas(scenario))
 
 
-__all__ = ["at_own_edges", "edges_planned", "has_slas", "full_estimate_misses", "planned_sla_edges", "power_edge", "sla_edge_note",
+__all__ = ["at_own_edges", "edges_planned", "engine_runs", "has_slas", "runs_more", "full_estimate_misses", "planned_sla_edges", "power_edge", "sla_edge_note",
            "sla_edges", "sla_tests"]

@@ -25,11 +25,11 @@ from solver.plan.diagnosis import binding_constraints, explain_infeasible
 from solver.plan.exhaustive import OutOfTime, enumerate_points
 from solver.plan.layout_memory import assumed_memory
 from solver.plan.sla_edge import (at_own_edges, edges_planned, full_estimate_misses, has_slas, planned_sla_edges,
-                                   sla_edge_note, sla_tests)
+                                   runs_more, sla_edge_note, sla_tests)
 from solver.plan.table_build import build_tables
 from solver.plan.tables import Tables
 from solver.plan.verified import verified_candidate
-from solver.space.domains import build_space, range_note
+from solver.space.domains import build_space, capped_concurrency, range_note
 from solver.space.placement import as_launched, placement_note
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
@@ -128,6 +128,8 @@ class PlanResult:
     held_note: str | None = None
     # the concurrencies planned: the powers of two, the memory edge, the SLA edges
     planned_batches: tuple[int, ...] = ()
+    # edges were planned (plan.sla_edge: under SLAs, or where a batch rule made the grid skip a layout's counts)
+    edges_found: bool = False
     # what reading the inputs noted (specs/notes.input_notes: a field the config reader did not read, weights
     # kept in the checkpoint's format, a device no calibration row measured); shown with the answer
     input_notes: tuple[str, ...] = ()
@@ -218,11 +220,12 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
         # the front is the deployment's, whatever the kind: every kind's candidates join the planner's points.
         # A candidate off the planner's points is one moved to its own SLA edge; without SLA edges every kind's
         # candidates are planned points, on the front or beaten by (or tied with) a class optimum on it, so the
-        # other kinds are not planned for nothing (they cost a sixth of a plan)
+        # other kinds are not planned for nothing (they cost a sixth of a plan). Without SLAs only a batch rule's
+        # edges exist, found from the class optima every kind shares: none found here, none for the other kinds
         others = [c for k in SCENARIO_WEIGHTS if k != scenario.kind or scenario.weights is not None
                   for c in _kind_candidates(model, hw, prec, fw, world, scenario.model_copy(
                       update={"kind": k, "weights": None}), params, method, top, allow_cross_node, mem_opts, verified)
-                  ] if edges_planned(scenario, fw) else []
+                  ] if edges_planned(scenario, fw) and (has_slas(scenario) or result.edges_found) else []
         result.front = deployment_front(result.front, [*result.candidates, *others])
         on = on_front_keys(result.front)
         result.candidates = [tie_marked(replace(c, on_front=(tuple(c.config.knobs().values()), c.batch) in on,
@@ -481,7 +484,10 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     if bad:  # verify() cut these off; reaching here is a fault of the planner, not of the input
         raise InternalError(f"candidate {bad[0].config.knobs()} misses {full_estimate_misses(bad[0].estimate, scenario)}")
     result.planned_batches = tuple(sorted(tables.batches))
-    result.range_note = range_note(chosen[0].batch, scenario)
+    result.edges_found = bool(edges)
+    top_cap = capped_concurrency(scenario)
+    result.range_note = range_note(chosen[0].batch, scenario, more=top_cap is None or runs_more(
+        tables.config(dict(chosen[0].picks)), model, hw, fw, world, chosen[0].batch, top_cap, scenario.mtp))
     # the note names the plan's edge the first candidate there stands at (the plan's others at theirs, as own edges)
     edge = next((p.batch for p in chosen if p.batch in edges), None)
     if edge is not None:

@@ -174,13 +174,18 @@ def capped_concurrency(scenario: Scenario) -> int | None:
 
 
 def range_note(concurrency: int, scenario: Scenario, what: str = "the best score",
-               gain: str = "a larger one may do better") -> str | None:
+               gain: str = "a larger one may do better", more: bool = True) -> str | None:
     """One line when `concurrency` (an answer's) is the top of the range --max-concurrency cut, else None: the
     planner tried nothing larger, so a larger concurrency may do better (throughput grows with it until memory,
-    the KV cache or an SLA stops it)."""
+    the KV cache or an SLA stops it). `more` False: the answer's configuration runs no larger count up to the cap
+    (an engine's batch rule, plan.sla_edge.runs_more), so its concurrency is the top of the range for it."""
     top = capped_concurrency(scenario)
-    if top is None or concurrency < top:
+    if top is None or (concurrency < top and more):
         return None
+    if concurrency < top:
+        return (f"{what} is at the most requests its configuration runs up to --max-concurrency "
+                f"{scenario.max_concurrency:,}, {concurrency:,} (the engine's batch rules run no larger count "
+                f"there): {gain}; raise --max-concurrency to try it")
     return (f"{what} is at the largest concurrency tried, {top:,} (--max-concurrency {scenario.max_concurrency:,}): "
             f"{gain}; raise --max-concurrency to try it")
 
