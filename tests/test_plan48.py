@@ -156,7 +156,8 @@ def test_the_range_note_names_a_count_its_configuration_cannot_pass_below_the_ca
     from solver.space.domains import range_note
     sc = Scenario(kind="throughput", isl=8192, osl=1024)
     assert range_note(3840, sc) is None
-    note = range_note(3840, sc, more=False)
+    assert range_note(3840, sc, more=lambda cap: True) is None
+    note = range_note(3840, sc, more=lambda cap: False)
     assert note is not None and "3,840" in note and "batch rules" in note
 
 

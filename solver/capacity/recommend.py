@@ -41,7 +41,7 @@ from solver.capacity.pricing import costs, parse_prices
 from solver.capacity.sweep import UNROUNDED, Task, build_plan, hardware_list, solve_task, sweep_rows
 from solver.errors import InputError
 from solver.plan.points import SolverParams
-from solver.space.domains import capped_concurrency, range_note
+from solver.space.domains import range_note
 from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, MAX_CARDS, MAX_CONCURRENCY
 from solver.specs.parallel import KNOBS
 
@@ -313,9 +313,9 @@ def _range_note(t: Task, row: Mapping[str, Any], what: str = "the best score",
                 gain: str = "a larger one may do better") -> str | None:
     """space.range_note for a sweep row: at the top of the range where its concurrency is the cap, or where its
     configuration runs no larger count up to it (an engine's batch rule: DP768 at 3,840 under 4,096)."""
-    c, top = int(row["concurrency"]), capped_concurrency(t.scenario)
-    more = True
-    if top is not None and c < top:
+    c = int(row["concurrency"])
+
+    def more(top: int) -> bool:
         from solver.plan.sla_edge import runs_more  # late, as sweep.solve_task imports the planner
         from solver.space.placement import as_launched
         from solver.specs.framework import load_framework
@@ -323,10 +323,11 @@ def _range_note(t: Task, row: Mapping[str, Any], what: str = "the best score",
         from solver.specs.model_catalog import load_model
 
         fw = load_framework(t.framework)
-        if fw.batch_rules:
-            knobs = {k: int(row[k]) for k in KNOBS if row.get(k) is not None}
-            more = runs_more(knobs, load_model(t.model), as_launched(load_hardware(t.hardware), fw, t.cards), fw,
-                             t.cards, c, top, t.scenario.mtp)
+        if not fw.batch_rules:
+            return True
+        knobs = {k: int(row[k]) for k in KNOBS if row.get(k) is not None}
+        return runs_more(knobs, load_model(t.model), as_launched(load_hardware(t.hardware), fw, t.cards), fw,
+                         t.cards, c, top, t.scenario.mtp)
     return range_note(c, t.scenario, what, gain, more)
 
 

@@ -29,7 +29,7 @@ from solver.plan.sla_edge import (at_own_edges, edges_planned, full_estimate_mis
 from solver.plan.table_build import build_tables
 from solver.plan.tables import Tables
 from solver.plan.verified import verified_candidate
-from solver.space.domains import build_space, capped_concurrency, range_note
+from solver.space.domains import build_space, range_note
 from solver.space.placement import as_launched, placement_note
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
@@ -485,9 +485,8 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         raise InternalError(f"candidate {bad[0].config.knobs()} misses {full_estimate_misses(bad[0].estimate, scenario)}")
     result.planned_batches = tuple(sorted(tables.batches))
     result.edges_found = bool(edges)
-    top_cap = capped_concurrency(scenario)
-    result.range_note = range_note(chosen[0].batch, scenario, more=top_cap is None or runs_more(
-        tables.config(dict(chosen[0].picks)), model, hw, fw, world, chosen[0].batch, top_cap, scenario.mtp))
+    result.range_note = range_note(chosen[0].batch, scenario, more=lambda cap: runs_more(
+        tables.config(dict(chosen[0].picks)), model, hw, fw, world, chosen[0].batch, cap, scenario.mtp))
     # the note names the plan's edge the first candidate there stands at (the plan's others at theirs, as own edges)
     edge = next((p.batch for p in chosen if p.batch in edges), None)
     if edge is not None:

@@ -70,8 +70,8 @@ def attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, world
             continue
         if (world // pp) % (tp * cp * kvp * sp):
             continue
-        if not (pp_fits_nodes(world, pp, hw, fw.rank_order, tp * cp * kvp * sp)
-                and pp_fits_domains(world, pp, hw, fw.rank_order, tp * cp * kvp * sp)):
+        if pp > 1 and not (pp_fits_nodes(world, pp, hw, fw.rank_order, tp * cp * kvp * sp)
+                           and pp_fits_domains(world, pp, hw, fw.rank_order, tp * cp * kvp * sp)):
             continue  # B.pp_stage_whole_nodes / _domains with this layout's engine under a dp-major rank order
             # (the space applied them to the pp value alone)
         if kvp > 1 and scenario.phase == "prefill":

@@ -6,6 +6,7 @@ the hardware's hard limits; rules that tie several knobs together are constraint
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from solver.specs.framework import DP_MAJOR, STAGE_MAJOR, FrameworkProfile
 from solver.specs.hardware import Hardware
@@ -174,13 +175,14 @@ def capped_concurrency(scenario: Scenario) -> int | None:
 
 
 def range_note(concurrency: int, scenario: Scenario, what: str = "the best score",
-               gain: str = "a larger one may do better", more: bool = True) -> str | None:
+               gain: str = "a larger one may do better", more: Callable[[int], bool] | None = None) -> str | None:
     """One line when `concurrency` (an answer's) is the top of the range --max-concurrency cut, else None: the
     planner tried nothing larger, so a larger concurrency may do better (throughput grows with it until memory,
-    the KV cache or an SLA stops it). `more` False: the answer's configuration runs no larger count up to the cap
-    (an engine's batch rule, plan.sla_edge.runs_more), so its concurrency is the top of the range for it."""
+    the KV cache or an SLA stops it). `more(top)`: whether the answer's configuration runs a larger count up to
+    the cap (an engine's batch rule, plan.sla_edge.runs_more; None: it does); where not, its concurrency is the top
+    of the range for it."""
     top = capped_concurrency(scenario)
-    if top is None or (concurrency < top and more):
+    if top is None or (concurrency < top and (more is None or more(top))):
         return None
     if concurrency < top:
         return (f"{what} is at the most requests its configuration runs up to --max-concurrency "
