@@ -27,7 +27,7 @@ Relations (R0-R7; a pair the product refuses on input, exit 2, is not checked):
      `solve --format yaml` accepts it with the same figures; `estimate` with candidate 1's knobs gives them.
   R4 SLAs and size: an SLA candidate 1 meets (x1.5 its TTFT and TPOT) leaves candidate 1 as it was (keeps_first),
      except where the new candidate 1 stands at an SLA edge (sla_edge_from: a concurrency between the powers of two
-     that the planner plans only under an SLA, plan/sla_edge.edges_planned; moves_to_edge) or is another candidate
+     that the planner plans under an SLA or a batch rule, plan/sla_edge.edges_planned; moves_to_edge) or is another candidate
      within the tie band (ties are ordered by closeness to a verified deployment, and under SLAs every kind's
      candidates join; first_within_tie): neither may score worse than the old one past the band; an SLA looser than a feasible one stays feasible; a feasible
      deployment stays feasible at 2W under the throughput scenario (a refusal naming the node size or a

@@ -139,7 +139,9 @@ def test_the_hand_off_is_priced_at_the_slowest_boundary_it_crosses(h100):
 
 def test_pp_domain_is_stages_of_whole_nodes_or_part_of_one(llama, h100):
     sc = Scenario(kind="latency", isl=2048, osl=256)
-    d = build_space(llama, h100, load_framework("vllm"), 24, sc).domains["pp_size"]
+    # a stage-major engine numbers a stage's ranks consecutively; under a dp-major one (vLLM) the space keeps every
+    # value and each attention layout judges its engine's share (tests/test_plan48.py)
+    d = build_space(llama, h100, load_framework("sglang"), 24, sc).domains["pp_size"]
     assert set(d) == {1, 3, 6, 12, 24}  # stages of 24, 8, 4, 2, 1 ranks; 2 (12 ranks) and 4 (6) are cut
     assert build_space(llama, h100, load_framework("cann-recipes"), 16, sc).domains["pp_size"] == (1,)
 

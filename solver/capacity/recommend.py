@@ -279,7 +279,7 @@ def _solved(t: Task, tok_s: float, widen: bool, progress: Callable[[str], None] 
         top = max(ok, key=lambda r: r["output_tokens_per_s"]) if ok else None
         wider = t.scenario.max_concurrency * WIDEN
         if (not widen or top is None or top["output_tokens_per_s"] >= tok_s or wider > MAX_CONCURRENCY
-                or range_note(int(top["concurrency"]), t.scenario) is None):
+                or _range_note(t, top) is None):
             return t, rows
         t = replace(t, scenario=t.scenario.model_copy(update={"max_concurrency": wider}))
         if progress:
@@ -307,6 +307,28 @@ def replicas_per_copy(row: Mapping[str, Any], cards: int) -> int:
     one card's), else 1 (the ranks serve one model together)."""
     split = any(row.get(k) not in (None, 1) for k in KNOBS) or row.get("moe_ep_size") not in (None, 1)
     return 1 if split else cards
+
+
+def _range_note(t: Task, row: Mapping[str, Any], what: str = "the best score",
+                gain: str = "a larger one may do better") -> str | None:
+    """space.range_note for a sweep row: at the top of the range where its concurrency is the cap, or where its
+    configuration runs no larger count up to it (an engine's batch rule: DP768 at 3,840 under 4,096)."""
+    c = int(row["concurrency"])
+
+    def more(top: int) -> bool:
+        from solver.plan.sla_edge import runs_more  # late, as sweep.solve_task imports the planner
+        from solver.space.placement import as_launched
+        from solver.specs.framework import load_framework
+        from solver.specs.hardware_catalog import load_hardware
+        from solver.specs.model_catalog import load_model
+
+        fw = load_framework(t.framework)
+        if not fw.batch_rules:
+            return True
+        knobs = {k: int(row[k]) for k in KNOBS if row.get(k) is not None}
+        return runs_more(knobs, load_model(t.model), as_launched(load_hardware(t.hardware), fw, t.cards), fw,
+                         t.cards, c, top, t.scenario.mtp)
+    return range_note(c, t.scenario, what, gain, more)
 
 
 def _ranks_per_node(hardware: str) -> int:
@@ -347,13 +369,12 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
             continue
         top = max(ok, key=lambda r: r["output_tokens_per_s"])
         if best_seen is None or top["output_tokens_per_s"] > best_seen[0]:
-            best_seen = (top["output_tokens_per_s"], t.cards, range_note(int(top["concurrency"]), t.scenario, "it"))
+            best_seen = (top["output_tokens_per_s"], t.cards, _range_note(t, top, "it"))
         if top["output_tokens_per_s"] < tok_s:
             # this count fell short of the whole load at the top of the concurrency range: with a larger one it
             # may need fewer copies, or carry the load alone
-            short = range_note(int(top["concurrency"]), t.scenario,
-                               f"{top['output_tokens_per_s']:,.0f} output tokens/s on {_cards(t.cards)}",
-                               "a larger one may carry the load on fewer cards")
+            short = _range_note(t, top, f"{top['output_tokens_per_s']:,.0f} output tokens/s on {_cards(t.cards)}",
+                                "a larger one may carry the load on fewer cards")
             opt.note = short or opt.note
         best_in_cap = most_in_cap(best_in_cap, top["output_tokens_per_s"], t.cards)
         n = copies_within(top["output_tokens_per_s"], tok_s, t.cards, max_copies)

@@ -37,21 +37,40 @@ from solver.specs.scenario import Scenario
 
 
 def power_edge(optima: list[Point], power: int, batches: tuple[int, ...],
-               meets: Callable[[Point, int], bool], runs: Callable[[Point, int], bool]) -> int | None:
-    """The largest edge of these optima of `power` between it and the next planned concurrency: the most requests
-    an optimum whose configuration misses the SLAs at that next one still meets and runs; None where there is no
-    next one, or every optimum meets it (the SLAs stop none), or none runs more than `power`.
+               meets: Callable[[Point, int], bool], runs: Callable[[Point, int], bool], slas: bool = True
+               ) -> int | None:
+    """The largest edge of these optima of `power` below the next planned concurrency each runs: the most requests
+    an optimum still meets and runs where its configuration misses the SLAs there, or where the engine cannot run
+    the next planned concurrency at all (a batch rule: DP768 runs multiples of 768, none between 3,072 and 6,144
+    on the grid) and it misses them, or nothing it runs is planned, at the next one it runs; None where there is
+    no next one, or every optimum carries on to the next it runs, or none runs more than `power`.
 
     `meets(p, c)`: p's configuration at c concurrent requests meets the SLAs and fits (monotone: what meets c
-    meets fewer); `runs(p, c)`: the engine may run that many (its batch rules, not monotone)."""
+    meets fewer); `runs(p, c)`: the engine may run that many (its batch rules, not monotone). `slas`: False where
+    the plan has no SLAs, so only an optimum the grid skips is followed (the memory edge is memory_edge's)."""
     later = [b for b in batches if b > power]
     if not later:
         return None
     edge = None
     for p in optima:
-        if meets(p, later[0]):
+        skipped = not runs(p, later[0])
+        if not skipped and not slas:
+            continue  # runs the next one and no SLA stops it: the memory edge is the deployment's (memory_edge)
+        if not meets(p, later[0]):
+            hi = later[0]
+        elif not skipped:
             continue  # its configuration carries on to the next concurrency: no edge of its own below it
-        most = bisect_edge(power, later[0], lambda c, p=p: meets(p, c))
+        else:
+            # the grid skips it: the next planned concurrency it runs, else every count to the last planned
+            nxt = next((b for b in later[1:] if runs(p, b)), None)
+            if nxt is not None and meets(p, nxt):
+                continue
+            hi = nxt if nxt is not None else later[-1] + 1
+            top = next((c for c in range(hi - 1, power, -1) if runs(p, c)), None)
+            if top is not None and meets(p, top):  # the usual case: nothing stops it below the next it runs
+                edge = top if edge is None or top > edge else edge
+                continue
+        most = bisect_edge(power, hi, lambda c, p=p: meets(p, c))
         # under a batch rule (the batch a multiple of the attention replicas) the most it also runs
         ran = next((c for c in range(most, power, -1) if runs(p, c)), None) if most is not None else None
         if ran is not None and (edge is None or ran > edge):
@@ -60,7 +79,8 @@ def power_edge(optima: list[Point], power: int, batches: tuple[int, ...],
 
 
 def sla_edges(classes: dict[tuple[int, float], Point], batches: tuple[int, ...],
-              meets: Callable[[Point, int], bool], runs: Callable[[Point, int], bool]) -> dict[int, int]:
+              meets: Callable[[Point, int], bool], runs: Callable[[Point, int], bool], slas: bool = True
+              ) -> dict[int, int]:
     """Each edge to plan (power_edge of a planned concurrency's class optima, between it and the next planned
     one) -> the planned concurrency it was found from: empty where every optimum's configuration meets the SLAs
     at the next one."""
@@ -69,7 +89,7 @@ def sla_edges(classes: dict[tuple[int, float], Point], batches: tuple[int, ...],
         by_power.setdefault(b, []).append(p)
     out = {}
     for b, optima in by_power.items():
-        edge = power_edge(optima, b, batches, meets, runs)
+        edge = power_edge(optima, b, batches, meets, runs, slas)
         if edge is not None:
             out[edge] = b
     return out
@@ -77,7 +97,7 @@ def sla_edges(classes: dict[tuple[int, float], Point], batches: tuple[int, ...],
 
 def at_own_edges(stopped: list[Point], powers: tuple[int, ...], meets: Callable[[Point, int], bool],
                  runs: Callable[[Point, int], bool], planner_at: Callable[[int], cpsat.Planner],
-                 fixed: set[tuple]) -> dict[Point, tuple[Point, cpsat.Planner]]:
+                 fixed: set[tuple], slas: bool = True) -> dict[Point, tuple[Point, cpsat.Planner]]:
     """Beside a candidate at the SLA edge, one the SLAs stop at a power (the next planned concurrency misses them)
     would compare unequal loads (Llama-3.1-70B, 8 H100, TPOT <= 40: TP4 x DP2 at 64 reads 27% below TP8 at 121,
     6% at its own 112). Each such candidate -> (its pattern's best configuration at the most it runs within the
@@ -86,7 +106,7 @@ def at_own_edges(stopped: list[Point], powers: tuple[int, ...], meets: Callable[
     verified is that one, so it is only admitted at its edge."""
     out = {}
     for p in stopped:
-        c = power_edge([p], p.batch, powers, meets, runs)
+        c = power_edge([p], p.batch, powers, meets, runs, slas)
         if c is None:
             continue  # not stopped by the SLAs (a latency plan's low concurrency is its own choice), or no room
         pl = planner_at(c)
@@ -109,8 +129,13 @@ def at_own_edges(stopped: list[Point], powers: tuple[int, ...], meets: Callable[
 
 
 def sla_edge_note(edge: int, top: int, scenario: Scenario) -> str:
-    """One line on a configuration at an SLA edge: where its concurrency comes from (the whole plan's edge, or a
-    candidate's own: the configurations at `top` are the power's optima, or that candidate's)."""
+    """One line on a configuration at an edge: where its concurrency comes from (the whole plan's edge, or a
+    candidate's own: the configurations at `top` are the power's optima, or that candidate's). Without SLAs the
+    edge is the engine's batch rule's: the most requests they run below the next planned concurrency they run."""
+    if not has_slas(scenario):
+        return (f"concurrency {edge:,} is the runnable edge of the configurations at {top:,}: the most requests they "
+                f"run under the engine's batch rules (and memory) below the next planned concurrency they run, "
+                f"planned between the powers of two, which skip every count they run there")
     slas = " and ".join(f"{name} <= {v:g} ms" for name, v in (("TTFT", scenario.ttft_ms), ("TPOT", scenario.tpot_ms))
                         if v is not None)
     return (f"concurrency {edge:,} is the SLA edge of the configurations at {top:,}: the most requests they run "
@@ -139,27 +164,50 @@ def sla_tests(tables: Tables, model: ModelSpec, hw: Hardware, prec: Precision, f
                                                                          mem_opts).feasible
 
     def runs(p: Point, c: int) -> bool:
-        env = model_env(tables.config(dict(p.picks)), model, **device_facts(hw), world=world, batch=c,
-                        mtp=scenario.mtp)
-        return all(r.holds(env) for r in fw.batch_rules)
+        return engine_runs(tables.config(dict(p.picks)), model, hw, fw, world, c, scenario.mtp)
 
     return meets, runs
 
 
-def edges_planned(scenario: Scenario) -> bool:
-    """A serving plan under SLAs whose concurrency the planner decides: only there do SLA edges exist (the
+def engine_runs(knobs: dict[str, int], model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, c: int,
+                mtp: int = 0) -> bool:
+    """The engine may run c concurrent requests on this configuration (its batch rules: cann-recipes, the batch a
+    multiple of the attention DP size)."""
+    if not fw.batch_rules:
+        return True
+    env = model_env(knobs, model, **device_facts(hw), world=world, batch=c, mtp=mtp)
+    return all(r.holds(env) for r in fw.batch_rules)
+
+
+def runs_more(knobs: dict[str, int], model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, c: int,
+              cap: int, mtp: int = 0) -> bool:
+    """Whether the engine runs this configuration at some count in (c, cap]: False where its batch rules leave
+    none (DP768 at 3,840 under a cap of 4,096), so c is the top of the range for it (space.range_note)."""
+    # from the cap down: a configuration that runs the cap itself (every power of two a DP of 2^k divides) is
+    # settled in one test
+    return any(engine_runs(knobs, model, hw, fw, world, n, mtp) for n in range(cap, c, -1))
+
+
+def has_slas(scenario: Scenario) -> bool:
+    return scenario.ttft_ms is not None or scenario.tpot_ms is not None
+
+
+def edges_planned(scenario: Scenario, fw: FrameworkProfile) -> bool:
+    """A serving plan whose concurrency the planner decides, under SLAs or under an engine's batch rules (the
+    planned concurrencies can skip every count a layout runs between two of them): only there do edges exist (the
     powers' optima's and each candidate's own)."""
     return (scenario.concurrency is None and scenario.phase == "serving"
-            and (scenario.ttft_ms is not None or scenario.tpot_ms is not None))
+            and (has_slas(scenario) or bool(fw.batch_rules)))
 
 
 def planned_sla_edges(classes: dict[tuple[int, float], Point], tables: Tables, scenario: Scenario,
-                      meets: Callable[[Point, int], bool], runs: Callable[[Point, int], bool]) -> dict[int, int]:
-    """sla_edges for a serving plan under SLAs whose concurrency the planner decides, else none."""
-    if not edges_planned(scenario):
+                      fw: FrameworkProfile, meets: Callable[[Point, int], bool], runs: Callable[[Point, int], bool]
+                      ) -> dict[int, int]:
+    """sla_edges for a serving plan whose concurrency the planner decides under SLAs or batch rules, else none."""
+    if not edges_planned(scenario, fw):
         return {}
-    return sla_edges(classes, tables.batches, meets, runs)
+    return sla_edges(classes, tables.batches, meets, runs, has_slas(scenario))
 
 
-__all__ = ["at_own_edges", "edges_planned", "full_estimate_misses", "planned_sla_edges", "power_edge", "sla_edge_note",
+__all__ = ["at_own_edges", "edges_planned", "engine_runs", "has_slas", "runs_more", "full_estimate_misses", "planned_sla_edges", "power_edge", "sla_edge_note",
            "sla_edges", "sla_tests"]

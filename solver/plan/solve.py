@@ -24,8 +24,8 @@ from solver.plan.deployment_front import deployment_front, on_front_keys
 from solver.plan.diagnosis import binding_constraints, explain_infeasible
 from solver.plan.exhaustive import OutOfTime, enumerate_points
 from solver.plan.layout_memory import assumed_memory
-from solver.plan.sla_edge import (at_own_edges, edges_planned, full_estimate_misses, planned_sla_edges, sla_edge_note,
-                                   sla_tests)
+from solver.plan.sla_edge import (at_own_edges, edges_planned, full_estimate_misses, has_slas, planned_sla_edges,
+                                   runs_more, sla_edge_note, sla_tests)
 from solver.plan.table_build import build_tables
 from solver.plan.tables import Tables
 from solver.plan.verified import verified_candidate
@@ -128,6 +128,8 @@ class PlanResult:
     held_note: str | None = None
     # the concurrencies planned: the powers of two, the memory edge, the SLA edges
     planned_batches: tuple[int, ...] = ()
+    # edges were planned (plan.sla_edge: under SLAs, or where a batch rule made the grid skip a layout's counts)
+    edges_found: bool = False
     # what reading the inputs noted (specs/notes.input_notes: a field the config reader did not read, weights
     # kept in the checkpoint's format, a device no calibration row measured); shown with the answer
     input_notes: tuple[str, ...] = ()
@@ -218,11 +220,12 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
         # the front is the deployment's, whatever the kind: every kind's candidates join the planner's points.
         # A candidate off the planner's points is one moved to its own SLA edge; without SLA edges every kind's
         # candidates are planned points, on the front or beaten by (or tied with) a class optimum on it, so the
-        # other kinds are not planned for nothing (they cost a sixth of a plan)
+        # other kinds are not planned for nothing (they cost a sixth of a plan). Without SLAs only a batch rule's
+        # edges exist, found from the class optima every kind shares: none found here, none for the other kinds
         others = [c for k in SCENARIO_WEIGHTS if k != scenario.kind or scenario.weights is not None
                   for c in _kind_candidates(model, hw, prec, fw, world, scenario.model_copy(
                       update={"kind": k, "weights": None}), params, method, top, allow_cross_node, mem_opts, verified)
-                  ] if edges_planned(scenario) else []
+                  ] if edges_planned(scenario, fw) and (has_slas(scenario) or result.edges_found) else []
         result.front = deployment_front(result.front, [*result.candidates, *others])
         on = on_front_keys(result.front)
         result.candidates = [tie_marked(replace(c, on_front=(tuple(c.config.knobs().values()), c.batch) in on,
@@ -363,7 +366,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         return pl
 
     # edge -> the planned concurrency whose optima it was found from (plan.sla_edge)
-    edges = planned_sla_edges(classes, tables, scenario, meets, runs)
+    edges = planned_sla_edges(classes, tables, scenario, fw, meets, runs)
     if edges:
         # the SLAs stop a power's optima: their edges are planned too
         planner = planner_at(tuple(sorted(edges)))
@@ -452,7 +455,8 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         # an earlier candidate's question at the same edge recorded (its time-outs, cut stops)
         at: dict[int, cpsat.Planner] = dict.fromkeys(edges, planner)
         moved = at_own_edges([p for p in chosen[1:] if p.batch not in edges], powers, meets, runs,
-                             lambda c: at[c] if c in at else at.setdefault(c, planner_at((c,))), fixed)
+                             lambda c: at[c] if c in at else at.setdefault(c, planner_at((c,))), fixed,
+                             has_slas(scenario))
         for p, (q, pl) in moved.items():
             chosen[chosen.index(p)] = q
             roles[q.key()] = roles.pop(p.key())
@@ -481,7 +485,9 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     if bad:  # verify() cut these off; reaching here is a fault of the planner, not of the input
         raise InternalError(f"candidate {bad[0].config.knobs()} misses {full_estimate_misses(bad[0].estimate, scenario)}")
     result.planned_batches = tuple(sorted(tables.batches))
-    result.range_note = range_note(chosen[0].batch, scenario)
+    result.edges_found = bool(edges)
+    result.range_note = range_note(chosen[0].batch, scenario, more=lambda cap: runs_more(
+        tables.config(dict(chosen[0].picks)), model, hw, fw, world, chosen[0].batch, cap, scenario.mtp))
     # the note names the plan's edge the first candidate there stands at (the plan's others at theirs, as own edges)
     edge = next((p.batch for p in chosen if p.batch in edges), None)
     if edge is not None:

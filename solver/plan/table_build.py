@@ -15,7 +15,7 @@ from solver.plan.layout_memory import held_of
 from solver.plan.memory_edge import memory_edge
 from solver.plan.memory_rows import PER_SEQUENCE_MEMORY, group_memory, unowned_weights
 from solver.plan.tables import Tables
-from solver.space.domains import Space, redundant_for
+from solver.space.domains import Space, pp_fits_domains, pp_fits_nodes, redundant_for
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -70,6 +70,10 @@ def attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, world
             continue
         if (world // pp) % (tp * cp * kvp * sp):
             continue
+        if pp > 1 and not (pp_fits_nodes(world, pp, hw, fw.rank_order, tp * cp * kvp * sp)
+                           and pp_fits_domains(world, pp, hw, fw.rank_order, tp * cp * kvp * sp)):
+            continue  # B.pp_stage_whole_nodes / _domains with this layout's engine under a dp-major rank order
+            # (the space applied them to the pp value alone)
         if kvp > 1 and scenario.phase == "prefill":
             continue  # KVP splits a decode cache; it does nothing for a prefill-only deployment
         cfg = {"attn_tp_size": tp, "cp_size": cp, "kvp_size": kvp, "attn_sp_size": sp, "o_proj_tp_size": op,

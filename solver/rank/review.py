@@ -13,7 +13,7 @@ from solver.space.domains import (TP_KNOBS, cross_node_tp, pp_fits_domains, pp_f
                                   tp_domain)
 from solver.space.placement import as_launched, placement_note
 from solver.rank.kv_split import decode_cp_note, kv_share_warning
-from solver.specs.framework import FrameworkProfile
+from solver.specs.framework import DP_MAJOR, FrameworkProfile
 from solver.specs.rule_env import device_facts, model_env, unstated_platform_note
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -163,10 +163,13 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
         if L % pp:
             r.warnings["B"].append(f"{L} layers do not divide into pp_size {pp} stages: balanced stages of "
                                    f"{-(-L // pp)} and {L // pp} layers, the slowest sets the pace")
-        if not pp_fits_nodes(pc.world_size, pp, hw):
-            r.warnings["B"].append(f"a stage of {pc.stage_world} ranks is neither whole nodes nor a part of one "
-                                   f"({hw.ranks_per_node} per node): stages share a node boundary")
-        elif not pp_fits_domains(pc.world_size, pp, hw):
+        if not pp_fits_nodes(pc.world_size, pp, hw, fw.rank_order, pc.attn_group_size):
+            run = (f"each DP engine's share of a stage ({min(pc.stage_world, pc.attn_group_size)} ranks, the "
+                   "engine's rank order keeping an engine's stages together)"
+                   if fw.rank_order == DP_MAJOR else f"a stage of {pc.stage_world} ranks")
+            r.warnings["B"].append(f"{run} is neither whole nodes nor a part of one ({hw.ranks_per_node} per node): "
+                                   "stages share a node boundary")
+        elif not pp_fits_domains(pc.world_size, pp, hw, fw.rank_order, pc.attn_group_size):
             r.warnings["B"].append(f"a stage of {pc.stage_world} ranks is neither whole scale-up domains nor a part "
                                    f"of one ({tp_domain(hw)} ranks each): a stage spans two domains, and its "
                                    "collectives cross the scale-out links the estimate prices at the domain's")

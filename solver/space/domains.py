@@ -6,8 +6,9 @@ the hardware's hard limits; rules that tie several knobs together are constraint
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
-from solver.specs.framework import FrameworkProfile
+from solver.specs.framework import DP_MAJOR, STAGE_MAJOR, FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.model_rules import ffn_widths, kv_sharing_split
@@ -83,21 +84,33 @@ def redundant_for(model: ModelSpec, fw: FrameworkProfile, ep: int) -> int | None
     return r if cap is None or r <= cap else None
 
 
-def pp_fits_nodes(world: int, pp: int, hw: Hardware) -> bool:
-    """Seed class B for PP: each stage is whole nodes, or a part of one node that tiles it (TP inside the
-    node, PP across nodes, the intended use)."""
-    stage = world // pp
-    rpn = hw.ranks_per_node
+def pp_fits_nodes(world: int, pp: int, hw: Hardware, order: str = STAGE_MAJOR, engine: int | None = None) -> bool:
+    """Seed class B for PP: each stage's run of consecutive ranks is whole nodes, or a part of one node that tiles
+    it (TP inside the node, PP across nodes, the intended use). Which ranks are consecutive is the engine's rank
+    order (FrameworkProfile.rank_order, estimate.stage_ranks): stage-major, the stage's world / pp ranks;
+    dp-major (vLLM), each DP engine's share of the stage, its `engine` = attention group ranks (the next engine's
+    sit pp x engine further on): TP2 x PP3 x DP2 on 2 x 6 H100 is two engines of 6 ranks, one a node, each
+    stage 2 ranks inside it. `engine` None: the rule on the pp value alone, which under dp-major one rank per
+    engine always meets (the attention layouts apply it with their group: plan.table_build.attention_tuples)."""
+    stage, rpn = stage_run(world, pp, order, engine), hw.ranks_per_node
     return stage % rpn == 0 or rpn % stage == 0
 
 
-def pp_fits_domains(world: int, pp: int, hw: Hardware) -> bool:
+def stage_run(world: int, pp: int, order: str = STAGE_MAJOR, engine: int | None = None) -> int:
+    """The consecutive ranks of one pipeline stage the node and domain rules judge (pp_fits_nodes): the stage's
+    world / pp under a stage-major rank order; under dp-major one DP engine's share, its `engine` ranks (one rank
+    where None: the pp value alone)."""
+    stage = world // pp
+    return min(stage, engine or 1) if order == DP_MAJOR and pp > 1 else stage
+
+
+def pp_fits_domains(world: int, pp: int, hw: Hardware, order: str = STAGE_MAJOR, engine: int | None = None) -> bool:
     """Seed class B for PP at the scale-up domain, as pp_fits_nodes at the node: where the world spans several
     fast-fabric domains (tp_domain: two NVL72 racks), each stage is whole domains or a part of one that tiles
     it. A stage of 16 on 144 GB200 ranks is whole trays, but the fifth (ranks 64-79) sits half in each rack:
     its EP all-to-all would cross the scale-out NICs, which the estimate, pricing a 16-rank group inside the
-    domain, does not charge."""
-    stage, dom = world // pp, tp_domain(hw)
+    domain, does not charge. `order`, `engine`: which ranks a stage's run is, as pp_fits_nodes."""
+    stage, dom = stage_run(world, pp, order, engine), tp_domain(hw)
     return world <= dom or stage % dom == 0 or dom % stage == 0
 
 
@@ -162,13 +175,19 @@ def capped_concurrency(scenario: Scenario) -> int | None:
 
 
 def range_note(concurrency: int, scenario: Scenario, what: str = "the best score",
-               gain: str = "a larger one may do better") -> str | None:
+               gain: str = "a larger one may do better", more: Callable[[int], bool] | None = None) -> str | None:
     """One line when `concurrency` (an answer's) is the top of the range --max-concurrency cut, else None: the
     planner tried nothing larger, so a larger concurrency may do better (throughput grows with it until memory,
-    the KV cache or an SLA stops it)."""
+    the KV cache or an SLA stops it). `more(top)`: whether the answer's configuration runs a larger count up to
+    the cap (an engine's batch rule, plan.sla_edge.runs_more; None: it does); where not, its concurrency is the top
+    of the range for it."""
     top = capped_concurrency(scenario)
-    if top is None or concurrency < top:
+    if top is None or (concurrency < top and (more is None or more(top))):
         return None
+    if concurrency < top:
+        return (f"{what} is at the most requests its configuration runs up to --max-concurrency "
+                f"{scenario.max_concurrency:,}, {concurrency:,} (the engine's batch rules run no larger count "
+                f"there): {gain}; raise --max-concurrency to try it")
     return (f"{what} is at the largest concurrency tried, {top:,} (--max-concurrency {scenario.max_concurrency:,}): "
             f"{gain}; raise --max-concurrency to try it")
 
@@ -177,10 +196,11 @@ NOT_IN_SPACE = ""  # a knob the framework does not expose or the model lacks: si
 
 
 def knob_rule(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, scenario: Scenario,
-              allow_cross_node: bool, knob: str, value: int) -> str | None:
+              allow_cross_node: bool, knob: str, value: int, engine: int | None = None) -> str | None:
     """The one home of the rules that bound one knob's value alone (class A divisibility, class B hardware
     limits, the scenario's): the rule id `value` breaks, NOT_IN_SPACE, or None when it is allowed. The space,
-    `--explain` and the remedies all ask here."""
+    `--explain` and the remedies all ask here. `engine`: a whole configuration's attention group size, which
+    B.pp_stage_whole_nodes reads under a dp-major rank order (pp_fits_nodes)."""
     if knob not in fw.knobs and value != 1:
         return NOT_IN_SPACE  # the framework exposes only some knobs; the others stay at 1
     if knob not in model_knobs(model) and value != 1:
@@ -207,9 +227,9 @@ def knob_rule(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, 
             return "A.pp_at_most_layers"
         if kv_sharing_split(model, value):
             return "A.pp_keeps_kv_sharing_groups"
-        if not pp_fits_nodes(world, value, hw):
+        if not pp_fits_nodes(world, value, hw, fw.rank_order, engine):
             return "B.pp_stage_whole_nodes"
-        if not pp_fits_domains(world, value, hw):
+        if not pp_fits_domains(world, value, hw, fw.rank_order, engine):
             return "B.pp_stage_whole_domains"
     if knob == "cp_size" and value != 1 and cp_is_renamed(scenario):
         return "scenario.cp_splits_prefill_only"
@@ -247,7 +267,8 @@ def config_violations(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: 
     """The one-knob rules (knob_rule) a whole configuration breaks, by rule id."""
     out = []
     for knob in KNOBS:
-        rule = knob_rule(model, hw, fw, pc.world_size, scenario, allow_cross_node, knob, getattr(pc, knob))
+        rule = knob_rule(model, hw, fw, pc.world_size, scenario, allow_cross_node, knob, getattr(pc, knob),
+                         pc.attn_group_size)
         if rule:
             out.append(rule)
     return out
