@@ -176,7 +176,7 @@ def front_lines(result: PlanResult, prompt_len: int | None = None) -> list[str]:
             f"{fmt_cell(e.output_tokens_per_s_per_rank)} tok/s/rank"
         figs = ([f"TTFT {fmt_cell(e.ttft_s * 1e3)} ms"] if e.has_ttft else []) + \
                ([f"TPOT {fmt_cell(e.tpot_s * 1e3)} ms"] if e.has_tpot else []) + [rate]
-        edge = f" (SLA edge from {p.sla_edge_from})" if p.sla_edge_from is not None else ""
+        edge = f" (edge from {p.sla_edge_from})" if p.sla_edge_from is not None else ""
         out.append(f"  {nondefault_label(own_config(p.config, result.knobs))} at concurrency {p.batch}{edge}: "
                    + ", ".join(figs))
     return out
