@@ -69,7 +69,7 @@ def test_the_fit_says_which_factors_it_fitted_on_how_many_rows(tmp_path: Path) -
     res = _invoke("calibrate", "--from-csv", str(_slower_cluster(tmp_path)), "--fit", str(out))
     assert res.exit_code == 0, res.output
     assert f"vllm x h100_sxm: {len(SHAPES)} row(s); fitted " in res.stdout
-    assert re.search(r"median \|error\| TTFT [\d.]+% -> [\d.]+%, TPOT [\d.]+% -> [\d.]+% \(in sample\)", res.stdout)
+    assert re.search(r"median \|error\| TTFT [\d.]+% -> [\d.]+%, TPOT [\d.]+% -> [\d.]+%, loss [\d.]+ -> [\d.]+ \(in sample\)", res.stdout)
     assert f"vllm x h100_sxm: {len(SHAPES)} row(s)" in out.read_text()  # the file's header says it too
 
 

@@ -165,7 +165,8 @@ def summary_lines(fit: UserFit) -> list[str]:
         out.append(f"{f.framework} x {f.hardware}: {f.rows} row(s); fitted {moved or 'nothing'}"
                    + (f"; kept {', '.join(f.kept)} (no row moves by {SENSITIVE:.0%} over its range)" if f.kept else "")
                    + f"; median |error| TTFT {pct(f.ttft_before)} -> {pct(f.ttft_after)}, "
-                     f"TPOT {pct(f.tpot_before)} -> {pct(f.tpot_after)} (in sample)")
+                     f"TPOT {pct(f.tpot_before)} -> {pct(f.tpot_after)}, loss {f.loss_before:.3f} -> {f.loss_after:.3f}"
+                     " (in sample)")
     return out
 
 
