@@ -133,3 +133,28 @@ def test_calibrate_from_csv_needs_fit_and_no_trace(tmp_path: Path) -> None:
     assert "needs --fit" in _invoke("calibrate", "--from-csv", str(rows)).stderr
     res = _invoke("calibrate", "trace.json", "--from-csv", str(rows), "--fit", str(tmp_path / "f.yaml"))
     assert res.exit_code == 2 and "drop TRACE" in res.stderr
+
+
+def test_a_pair_factor_no_row_moves_keeps_the_shipped_value(tmp_path: Path) -> None:
+    from solver.calibrate.user_fit import fit_csv
+
+    # a prompt of 8-16 tokens: its prefill GEMMs read the weights, so no GEMM fraction in 0.3..1.3 moves a row
+    rows = tmp_path / "short.csv"
+    rows.write_text(HEADER + "Qwen/Qwen3-32B,h100_sxm,vllm,2,16,500,1,30,10\n"
+                             "Qwen/Qwen3-32B,h100_sxm,vllm,4,8,500,2,30,8\n")
+    (pair,) = fit_csv(str(rows)).pairs
+    assert "gemm" in pair.kept and "gemm" not in pair.fitted
+    assert pair.after["gemm"] == pair.before["gemm"]
+
+
+def test_a_plan_made_without_the_factors_file_is_not_reused_with_it(tmp_path: Path) -> None:
+    from solver.plan.solve import clear_cache
+
+    rows, out = _slower_cluster(tmp_path), tmp_path / "f.yaml"
+    assert _invoke("calibrate", "--from-csv", str(rows), "--fit", str(out)).exit_code == 0
+    args = ["solve", "Qwen/Qwen3-32B", "--hardware", "h100_sxm", "--cards", "4", "--framework", "vllm", "--isl", "2000",
+            "--osl", "200", "--tpot-ms", "30", "--format", "json"]
+    plain = _invoke(*args).stdout
+    given = _invoke(*args, "--factors", str(out)).stdout  # the plain plan's tables and candidates are cached
+    clear_cache()
+    assert given != plain and given == _invoke(*args, "--factors", str(out)).stdout
