@@ -172,7 +172,7 @@ def summary_lines(fit: UserFit) -> list[str]:
 
 def _show(key: str, value: float | None) -> str:
     if value is None:
-        return "(unfitted)"
+        return "(no shipped fit)"
     return f"{value * 1e6:.3g} us" if key.endswith("_s") and value < 1e-3 else (
         f"{value * 1e3:.3g} ms" if key.endswith("_s") else f"{value:.4g}")
 
