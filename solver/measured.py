@@ -110,6 +110,32 @@ def measured_cell_notes(rows: Iterable[Mapping[str, Any]], first_line: int = 2,
     return notes
 
 
+def read_measured_csv(path_in: str, flag: str = "--from-csv") -> tuple[list[str], list[dict[str, Any]]]:
+    """(header, rows as text cells) of a measured-serving CSV (`estimate --from-csv`, `calibrate --from-csv`);
+    InputError naming `flag` for a file that is missing or unreadable."""
+    import csv
+    from pathlib import Path
+
+    src = Path(path_in)
+    if not src.is_file():
+        raise InputError(flag, f"{path_in}: a folder, not a CSV file" if src.is_dir() else f"file not found: {path_in}")
+    try:
+        with src.open(newline="", encoding="utf-8-sig") as fh:
+            reader = csv.DictReader(fh)
+            return list(reader.fieldnames or []), list(reader)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(flag, f"cannot read {path_in}: {exc}") from None
+
+
+def row_files_beside(row: Mapping[str, Any], folder: Any) -> dict[str, Any]:
+    """The row with its file names (model config, hardware or profile YAML) read beside the CSV's `folder`, as a
+    deployment file's are."""
+    from solver.specs.deployment import beside
+
+    return {**row, **{c: beside(row[c], folder, hub_ids=c == "model") for c in ("model", "system", "backend")
+                      if row.get(c)}}
+
+
 @dataclass(frozen=True)
 class Case:
     model: ModelSpec

@@ -83,8 +83,14 @@ def _observation(paths: Sequence[str], config: str, model: str, hw, step_marker:
               help="another profiled run (trace file or folder, its CONFIG.yaml) to fit with --recalibrate; repeatable")
 @click.option("--recalibrate", "recal_out", type=NAME, default=None, metavar="OUT.yaml",
               help="fit the hardware's efficiency factors to the traces and write a calibrated hardware YAML")
+@click.option("--from-csv", "from_csv", type=NAME, default=None, metavar="ROWS.csv",
+              help="measured serving rows (the columns estimate --from-csv reads, with ttft_ms and tpot_ms) to fit "
+                   "the factors of the (framework, hardware) pairs they measured; with --fit, instead of TRACE")
+@click.option("--fit", "fit_out", type=NAME, default=None, metavar="OUT.yaml",
+              help="where --from-csv writes the fitted factors; give it to solve/estimate/... as --factors OUT.yaml")
 @format_option()
-def calibrate_cmd(traces, config, model, hardware, peak_gb, step_marker, runs, recal_out, fmt) -> None:
+def calibrate_cmd(traces, config, model, hardware, peak_gb, step_marker, runs, recal_out, from_csv, fit_out,
+                  fmt) -> None:
     """Judge profiler traces of a running parallel_config (seed Step 5): communication ratio (raw and exposed),
     peak memory, rank variance, and the deviation from the estimate of the same config, module by module.
 
@@ -95,7 +101,17 @@ def calibrate_cmd(traces, config, model, hardware, peak_gb, step_marker, runs, r
     shardplan calibrate prof/                                   # metrics and verdicts only
     shardplan calibrate prof/ --config run.yaml --model qwen3-30b-a3b --hardware h200_sxm
     shardplan calibrate pre/ --config pre.yaml --run dec/ dec.yaml --model M --hardware H --recalibrate H-cal.yaml
+    shardplan calibrate --from-csv mine.csv --fit mine-factors.yaml     # then: solve ... --factors mine-factors.yaml
     """
+    if from_csv is not None or fit_out is not None:
+        given = [f for f, v in (("TRACE", traces), ("--config", config), ("--model", model), ("--hardware", hardware),
+                                ("--peak-memory-gb", peak_gb), ("--step-marker", step_marker), ("--run", runs),
+                                ("--recalibrate", recal_out)) if v]
+        if given:
+            raise InputError("--from-csv" if from_csv is not None else "--fit",
+                             f"fits measured rows, not traces: drop {', '.join(given)}")
+        _fit_csv(from_csv, fit_out, fmt)
+        return
     from solver.calibrate.advice import communication_findings, deviation_findings, memory_findings, variance_finding
     from solver.calibrate.compare import compare, make_setup
     from solver.calibrate.config import load_profiled_config, named_target
@@ -105,7 +121,8 @@ def calibrate_cmd(traces, config, model, hardware, peak_gb, step_marker, runs, r
     from solver.specs.hardware_catalog import load_hardware
 
     if not traces:
-        raise InputError("TRACE", "give at least one trace file or folder")
+        raise InputError("TRACE", "give at least one trace file or folder (or --from-csv ROWS.csv --fit OUT.yaml "
+                                 "to fit measured serving rows)")
     if config is not None and (model is None or hardware is None):
         named_model, named_hardware = named_target(config)
         model, hardware = model or named_model, hardware or named_hardware
@@ -225,6 +242,40 @@ def calibrate_cmd(traces, config, model, hardware, peak_gb, step_marker, runs, r
     render(rep, console())
     if recal_out is not None:
         click.echo(f"wrote {recal_out}: use it as --hardware {recal_out} with solve/estimate")
+
+
+def _fit_csv(from_csv: str | None, fit_out: str | None, fmt: str) -> None:
+    """`calibrate --from-csv ROWS.csv --fit OUT.yaml`: the factors of the pairs the rows measured (user_fit)."""
+    from solver.calibrate.user_fit import fit_csv, render, summary_lines
+    from solver.outfile import atomic_write, check_extension, check_writable
+
+    if from_csv is None:
+        raise InputError("--fit", "needs --from-csv ROWS.csv (the measured rows to fit)")
+    if fit_out is None:
+        raise InputError("--from-csv", "needs --fit OUT.yaml (where the fitted factors go)")
+    check_extension(fit_out, "--fit", (".yaml", ".yml"))  # before the rows are fitted: a bad target fails at once
+    check_writable(fit_out, "--fit")
+    fit = fit_csv(from_csv)
+    text = render(fit, Path(from_csv))
+
+    def write(tmp: str) -> None:
+        Path(tmp).write_text(text, encoding="utf-8")
+
+    atomic_write(fit_out, write, "--fit")
+    if fit.skipped:
+        line, why = fit.skipped[0]
+        click.echo(f"note: {len(fit.skipped)} of {fit.rows} rows not fitted (first: line {line}: {why[:200]})", err=True)
+    if fmt != "table":
+        click.echo(dump({"output": fit_out, "rows": fit.rows, "skipped": len(fit.skipped), "pairs": [
+            {"framework": f.framework, "hardware": f.hardware, "rows": f.rows, "fitted": list(f.fitted),
+             "kept": list(f.kept), "before": f.before, "after": f.after,
+             "ttft_median_abs_err": {"before": f.ttft_before, "after": f.ttft_after},
+             "tpot_median_abs_err": {"before": f.tpot_before, "after": f.tpot_after}} for f in fit.pairs]}, fmt))
+        return
+    for line in summary_lines(fit):
+        click.echo(line)
+    click.echo(f"wrote {fit_out}: give it as --factors {fit_out} to solve / estimate / sweep / recommend / check / "
+               "launch")
 
 
 def _as_path(path: str) -> str:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import click
 
 from solver.catalog import DEFAULT_FRAMEWORK
+from solver.cli.options import factors_option
 from solver.cli.options import (CONCURRENCY, COPIES, JOBS, MS, MTP, NAME, RATE, SECONDS, SEED, TOKENS, TOP,
                                 DEFAULT_FORMAT, given, mtp_accept_option,
                                 prefix_hit_option)
@@ -136,6 +137,7 @@ def _progress(description: str) -> Iterator[Callable[[int, int, str], None] | No
 @click.option("--price", "prices", multiple=True,
               help=_PRICE_HELP + "; one for every hardware swept: adds usd_per_hour and "
                    "usd_per_million_output_tokens to every row")
+@factors_option
 def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, osl, ttft_ms, tpot_ms,
               max_concurrency, mtp, mtp_accept, prefix_hit, framework, weight_dtype, moe_weight_dtype, kv_dtype,
               allow_cross_node,
@@ -323,6 +325,7 @@ def _cards_cell(cards: int, placement: Any) -> int | str:
               help="output format (data on stdout, notes and errors on stderr)")
 @click.option("--serving", type=click.Choice(["agg", "disagg"]), default="agg", show_default=True,
               help="disagg: plan prefill and decode pools (xPyD) per combination (solver.capacity.disagg)")
+@factors_option
 def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, target_requests_per_s, prices, cards,
                   max_copies, isl, osl, ttft_ms, tpot_ms, max_concurrency, mtp, mtp_accept, prefix_hit, framework,
                   weight_dtype,

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from solver.cli.options import factors_option
 from solver.cli.options import CARDS, CONCURRENCY, MTP, NAME, TOKENS, dtype_options, format_option
 from solver.errors import InputError
 from solver.report.render import console, dump
@@ -30,6 +31,7 @@ from solver.report.render import console, dump
 @click.option("--mtp", type=MTP, default=None, help="with --command: next-n (MTP) depth (default: the command's)")
 @dtype_options
 @format_option()
+@factors_option
 def check_cmd(config, command, model, hardware, cards, framework, candidate, isl, osl, concurrency, mtp,
               weight_dtype, moe_weight_dtype, kv_dtype, fmt) -> None:
     """Validate a parallel_config (the seed's YAML keys, solve's YAML, or a verified deployment in references/) by

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from solver.catalog import DEFAULT_FRAMEWORK
+from solver.cli.options import factors_option
 from solver.cli.options import (CARDS, CONCURRENCY, FRACTION, MTP, NAME, TOKENS, Deferred, dtype_options,
                                 format_option, given, knob_options, prefix_hit_option)
 from solver.errors import InputError, ShardplanError
@@ -55,9 +56,9 @@ def _rel_err(predicted_ms: float, measured: Any) -> str:
 def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, int, list[str]]:
     """Evaluate every row; a row that cannot be evaluated gets `error` and the run goes on. (rows, errors, notes):
     the notes say which conventions stood in for cells the rows leave blank where that changes the prediction."""
-    from solver.measured import MEASURED_COLUMNS, READ_COLUMNS, REQUIRED_COLUMNS, measured_cell_notes, predict_row
+    from solver.measured import (MEASURED_COLUMNS, READ_COLUMNS, REQUIRED_COLUMNS, measured_cell_notes, predict_row,
+                                 read_measured_csv, row_files_beside)
     from solver.outfile import atomic_write, check_extension, check_writable
-    from solver.specs.deployment import beside
     from solver.specs.framework import load_framework
 
     if framework is not None:  # a profile every row would fail on is bad input, not N row errors
@@ -66,16 +67,7 @@ def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, in
         check_extension(path_out, "--out", (".csv",))
         check_writable(path_out, "--out")
     src = Path(path_in)
-    if not src.is_file():
-        raise InputError("--from-csv", f"{path_in}: a folder, not a CSV file" if src.is_dir()
-                         else f"file not found: {path_in}")
-    try:
-        with src.open(newline="", encoding="utf-8-sig") as fh:
-            reader = csv.DictReader(fh)
-            header = list(reader.fieldnames or [])
-            rows = list(reader)
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise InputError("--from-csv", f"cannot read {path_in}: {exc}") from None
+    header, rows = read_measured_csv(path_in)
     from solver.measured_disagg import is_complete, is_disagg
 
     disagg = is_disagg(header)
@@ -107,8 +99,7 @@ def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, in
                                                  "lost (an unquoted comma?)")
             # a row's file names (model config, hardware or profile YAML) are read beside the CSV, as a
             # deployment file's are
-            est = predict_row({**row, **{c: beside(row[c], src.parent, hub_ids=c == "model")
-                                         for c in ("model", "system", "backend") if row.get(c)}}, framework)
+            est = predict_row(row_files_beside(row, src.parent), framework)
             rec.update(ttft_ms_pred=_fmt_num(est.ttft_s * 1e3), tpot_ms_pred=_fmt_num(est.tpot_s * 1e3), error="",
                        ttft_err=_rel_err(est.ttft_s * 1e3, row.get("ttft_ms")),
                        tpot_err=_rel_err(est.tpot_s * 1e3, row.get("tpot_ms")))
@@ -195,6 +186,7 @@ def _mtp_accept() -> float:
 @click.option("--from-csv", "from_csv", type=NAME, default=None, help="evaluate every row of a calibration-style CSV")
 @click.option("--out", "out", type=NAME, default=None, help="with --from-csv: output CSV path ('-' = stdout)")
 @format_option()
+@factors_option
 def estimate_cmd(model, hardware, cards, isl, osl, concurrency, phase, batch, seq_len, mtp, mtp_accept, prefix_hit,
                  weight_dtype, moe_weight_dtype, kv_dtype, framework, afd, from_csv, out, fmt, **knobs) -> None:
     """Memory, TTFT, TPOT and throughput of one parallel_config, with a breakdown by module and by kind.

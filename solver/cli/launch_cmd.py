@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import click
 
+from solver.cli.options import factors_option
 from solver.cli.options import CARDS, HOST, NAME, Deferred, given
 from solver.errors import InputError
 from solver.one_config import check_mtp, deployment_workload, load_from
@@ -44,6 +45,7 @@ def _head_addr() -> str:
               help="the candidate_x block to read from a file of several (a, b, c or 1, 2, 3: solve --format yaml)")
 @click.option("--format", "fmt", type=click.Choice(["shell", "json", "yaml"]), default="shell", show_default=True,
               help="shell: the commands to paste; json/yaml: the launch document (argv, env, files per node)")
+@factors_option
 def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, candidate, fmt) -> None:
     """Print the engine command (per node) and files for CONFIG's parallel_config (the `check` file format)."""
     from solver.estimate.memory import memory_per_rank

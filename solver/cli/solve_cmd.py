@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 from solver.catalog import DEFAULT_FRAMEWORK
+from solver.cli.options import factors_option
 from solver.cli.options import (CARDS, CONCURRENCY, MS, MTP, NAME, SECONDS, SEED, TOKENS, TOP, WORKERS,
                                 command_imports, dtype_options, format_option, mtp_accept_option,
                                 prefix_hit_option, scenario_from_options)
@@ -50,6 +51,7 @@ from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, PLAN_METHODS
               help="disagg: plan a prefill pool and a decode pool (xPyD) and compare with the aggregated plan")
 @format_option(extra=("launch",), help="output format; launch: the engine command per candidate (--framework "
                "names the engine)")
+@factors_option
 def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurrency, phase, ttft_ms, tpot_ms, mtp,
               mtp_accept, prefix_hit, framework, weight_dtype, moe_weight_dtype, kv_dtype, method, workers, seed,
               time_limit, top, allow_cross_node, explain, serving, fmt) -> None:

@@ -32,6 +32,7 @@ from solver.plan.verified import verified_candidate
 from solver.space.domains import build_space, range_note
 from solver.space.placement import as_launched, placement_note
 from solver.specs.framework import FrameworkProfile
+from solver.specs.fitted import fitted_stamp
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs
@@ -163,9 +164,10 @@ def _tables_key(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int
                 allow_cross_node: bool, mem_opts: MemoryOptions | None) -> tuple:
     """What the space, the tables and the full estimates read of a scenario (space.domains: concurrency, phase;
     plan.tables: lengths, MTP, latency terms; estimate.serving.Workload.for_scenario: phase, lengths, MTP, the
-    prefix-cache hit rate): not its kind or weights, which only rank the front. The objects themselves are
-    compared by _cached."""
-    return (model.name, hw.name, fw.name, world, allow_cross_node, mem_opts, scenario.isl, scenario.osl,
+    prefix-cache hit rate): not its kind or weights, which only rank the front; and the fitted factors' files
+    (fitted_stamp: the shipped one and a user's `--factors`), which the tables' costs read through the profile.
+    The objects themselves are compared by _cached."""
+    return (model.name, hw.name, fw.name, fitted_stamp(), world, allow_cross_node, mem_opts, scenario.isl, scenario.osl,
             scenario.mtp, scenario.mtp_accept, scenario.phase, scenario.concurrency, scenario.max_concurrency,
             scenario.max_seq_len, scenario.latency_terms, scenario.prefill_per_output_token, scenario.prefix_hit)
 
@@ -245,7 +247,7 @@ def _kind_candidates(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framew
                          False, False, verified).candidates
         except InfeasibleError:
             return []
-    return _cached(("kind candidates", model.name, hw.name, fw.name, world, scenario.model_dump_json()),
+    return _cached(("kind candidates", model.name, hw.name, fw.name, fitted_stamp(), world, scenario.model_dump_json()),
                    (model, hw, prec, fw, mem_opts, params, method, top, allow_cross_node, list(verified)), build)
 
 

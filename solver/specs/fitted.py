@@ -2,6 +2,7 @@
 one (framework, hardware) fit applies to a profile's settings."""
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Mapping
@@ -21,11 +22,54 @@ def fitted_factors_path() -> Path:
 
 
 def fitted_stamp(path: Path | None = None) -> int:
-    """Changes when a fitted file does (0 when there is none), so caches keyed on it never go stale."""
+    """Changes when a fitted file does (0 when there is none), so caches keyed on it never go stale; without
+    `path`, when the shipped file or the user's (`--factors`) does, or the user's is named or dropped."""
+    if path is None:
+        user = user_factors_path()
+        shipped = _mtime(fitted_factors_path())
+        return shipped if user is None else hash((shipped, str(user), _mtime(user)))
+    return _mtime(path)
+
+
+def _mtime(path: Path) -> int:
     try:
-        return (path or fitted_factors_path()).stat().st_mtime_ns
+        return path.stat().st_mtime_ns
     except OSError:
         return 0
+
+
+# The user's own factors file (`--factors FILE`: solver/cli/options.factors_option validates it and names it here;
+# `shardplan calibrate --from-csv ROWS.csv --fit FILE` writes one). Its (framework, hardware) pairs replace the
+# shipped ones; every other pair keeps the shipped fit. Named in the environment so that a sweep's spawned worker
+# processes read the same file.
+USER_FACTORS_ENV = "SHARDPLAN_FACTORS"
+# (framework, hardware) -> whether the user's file held it, for every pair a figure looked up this process
+_user_lookups: dict[tuple[str, str], bool] = {}
+
+
+def user_factors_path() -> Path | None:
+    value = os.environ.get(USER_FACTORS_ENV)
+    return Path(value) if value else None
+
+
+def user_pair(framework: str, hardware: str) -> dict[str, float] | None:
+    """The user's fit of one (framework, hardware) pair (absolute, as the shipped file's pairs: multipliers on
+    the profile's settings, *_s seconds), or None when no file is named or it lacks the pair."""
+    path = user_factors_path()
+    if path is None:
+        return None
+    pair = (read_factors(path).get(framework) or {}).get(hardware)
+    _user_lookups[(framework, hardware)] = pair is not None
+    return {k: float(v) for k, v in pair.items()} if pair else None
+
+
+def user_lookups() -> dict[tuple[str, str], bool]:
+    """Every (framework, hardware) pair looked up in the user's file so far, and whether it held it."""
+    return dict(_user_lookups)
+
+
+def clear_user_lookups() -> None:
+    _user_lookups.clear()
 
 
 def _fitted_file(path: Path) -> dict:
