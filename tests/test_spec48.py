@@ -43,3 +43,32 @@ def test_the_explain_mtp_line_gives_the_rate_the_engines_log() -> None:
                        Workload("serving", isl=1024, osl=128, concurrency=8, mtp=3, mtp_accept=0.7))
     assert "= 2.53 tokens per decode step" in line
     assert "mean acceptance length, and an accepted / drafted rate of 51.1%" in line
+
+
+def _vllm_graph_cap(batch: int, mtp: int) -> str | None:
+    """The --max-cudagraph-capture-size vLLM's launch gives MiMo-7B on one H100 at `batch` requests, MTP `mtp`."""
+    from solver.launch import LaunchInputs, emit_launch
+    from solver.launch.engine_flags import argv_problems
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.parallel import ParallelConfig
+
+    pc = ParallelConfig(world_size=1, attn_tp_size=1, dense_tp_size=1, embed_tp_size=1, lmhead_tp_size=1)
+    (node,) = emit_launch(load_framework("vllm"), load_model("mimo-7b-base"), load_hardware("h100_sxm"), pc,
+                          LaunchInputs(batch=batch, max_model_len=1536, mtp=mtp))["nodes"]
+    assert argv_problems("vllm", node["argv"]) == []
+    argv = node["argv"]
+    flag = "--max-cudagraph-capture-size"
+    return argv[argv.index(flag) + 1] if flag in argv else None
+
+
+def test_vllms_graph_cap_counts_the_draft_tokens_of_a_decode_step() -> None:
+    """vLLM captures decode graphs in tokens (config/vllm.py:2398-2450: B x (1 + N) a step, default cap 512 on a
+    9.x device): 200 requests at MTP3 are 800 tokens, eager without a lift though 200 < 512, so the command lifts
+    it to 208 x 4 = 832 (on the 16-step list, a multiple of 4); at 100 requests (400 tokens) it needs none, and
+    without MTP the lift is the batch's as before."""
+    assert _vllm_graph_cap(200, 3) == "832"
+    assert _vllm_graph_cap(200, 2) == "624"  # 208 x 3: a multiple of 3 on the list (608 is not)
+    assert _vllm_graph_cap(100, 3) is None
+    assert _vllm_graph_cap(200, 0) is None
+    assert _vllm_graph_cap(1000, 0) == "1008"
