@@ -72,3 +72,22 @@ def test_vllms_graph_cap_counts_the_draft_tokens_of_a_decode_step() -> None:
     assert _vllm_graph_cap(100, 3) is None
     assert _vllm_graph_cap(200, 0) is None
     assert _vllm_graph_cap(1000, 0) == "1008"
+
+
+def _sweep_rows(*extra: str) -> list[dict[str, str]]:
+    import csv
+    import io
+
+    r = CliRunner().invoke(main, ["sweep", "mimo-7b-base", "--hardware", "h200_sxm", "--cards", "1", "--isl", "1024",
+                                  "--osl", "256", "--scenario", "throughput", *extra])
+    assert r.exit_code == 0, r.output
+    body = "\n".join(line for line in r.stdout.splitlines() if not line.startswith(("#", "note")))
+    return list(csv.DictReader(io.StringIO(body)))
+
+
+def test_a_sweep_row_says_the_mtp_depth_and_acceptance_its_figures_assume() -> None:
+    """A sweep at MTP2, 0.6 per draft writes mtp 2 and mtp_accept 0.6 in every row (the figures assumed them, as
+    prefix_hit); without --mtp, 0 and empty (no acceptance was read)."""
+    rows = _sweep_rows("--mtp", "2", "--mtp-accept", "0.6")
+    assert rows and {(r["mtp"], r["mtp_accept"]) for r in rows} == {("2", "0.6")}
+    assert {(r["mtp"], r["mtp_accept"]) for r in _sweep_rows()} == {("0", "")}
