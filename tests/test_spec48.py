@@ -91,3 +91,31 @@ def test_a_sweep_row_says_the_mtp_depth_and_acceptance_its_figures_assume() -> N
     rows = _sweep_rows("--mtp", "2", "--mtp-accept", "0.6")
     assert rows and {(r["mtp"], r["mtp_accept"]) for r in rows} == {("2", "0.6")}
     assert {(r["mtp"], r["mtp_accept"]) for r in _sweep_rows()} == {("0", "")}
+
+
+def _check(command: str, *extra: str):
+    return CliRunner().invoke(main, ["check", "--model", "deepseek-v3", "--hardware", "h200_sxm", "--cards", "8",
+                                     "--isl", "1024", "--osl", "256", "--concurrency", "16", *extra,
+                                     "--command", command])
+
+
+@pytest.mark.parametrize("command, depth_flag", [
+    ("python3 -m sglang.launch_server --model-path x --tp-size 8 --speculative-algorithm NEXTN",
+     "--speculative-num-steps"),
+    ("vllm serve x --tensor-parallel-size 8 --speculative-config '{\"method\":\"mtp\"}'",
+     "--speculative-config num_speculative_tokens"),
+])
+def test_a_command_that_turns_mtp_on_without_its_depth_is_not_read_as_no_mtp(command: str, depth_flag: str) -> None:
+    """SGLang then picks a depth by architecture (3 for DeepSeek-V3) and vLLM refuses; check was pricing MTP 0 and
+    calling it valid. Without --mtp: one line naming the missing depth, exit 2; with --mtp 3: priced at 3."""
+    r = _check(command)
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert "turns MTP on" in r.output and f"sets no depth ({depth_flag})" in r.output
+    import re
+
+    tpot = {}
+    for n in ("0", "3"):
+        ok = _check(command, "--mtp", n)
+        assert ok.exit_code == 0, ok.output
+        tpot[n] = float(re.search(r"tpot_ms=([0-9.]+)", ok.output).group(1))
+    assert tpot["3"] < tpot["0"]  # the drafts priced: more tokens per step
