@@ -119,3 +119,37 @@ def test_a_command_that_turns_mtp_on_without_its_depth_is_not_read_as_no_mtp(com
         assert ok.exit_code == 0, ok.output
         tpot[n] = float(re.search(r"tpot_ms=([0-9.]+)", ok.output).group(1))
     assert tpot["3"] < tpot["0"]  # the drafts priced: more tokens per step
+
+
+def test_sglang_pads_a_decode_with_drafts_to_its_speculative_graph_list() -> None:
+    """SGLang captures 1-8, then every 2 to 32, every 4 to 64 with speculative decoding on (cuda_graph_hook.py:517-525),
+    not 1, 2, 4, 8, 12: 9 sequences at MTP1 run as 10, not 12; without MTP as 12."""
+    from solver.estimate.engine_step import graph_batch, graph_sizes_at
+    from solver.estimate.factors import factors_for
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.parallel import ParallelConfig
+
+    hw, fw = load_hardware("h200_sxm"), load_framework("sglang")
+    f = factors_for(hw, fw.efficiency_for(hw))
+    pc = ParallelConfig(world_size=8, attn_tp_size=8, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8,
+                        moe_tp_size=8)
+    assert graph_batch(9, graph_sizes_at(f, pc, 256, 9, mtp=1))[0] == 10
+    assert graph_batch(9, graph_sizes_at(f, pc, 256, 9))[0] == 12
+
+
+def test_an_engine_without_a_speculative_list_keeps_its_own_with_mtp() -> None:
+    """vLLM's uniform decode sizes with drafts follow its request grid (config/vllm.py:2425-2432): the same list."""
+    from solver.specs.framework import load_framework
+
+    s = load_framework("vllm").serving
+    assert s.graph_sizes(mtp=True) == s.graph_sizes() and s.graph_open(mtp=True) == s.graph_open()
+
+
+def test_a_speculative_graph_list_runs_open_only_to_a_cap() -> None:
+    from pydantic import ValidationError
+
+    from solver.specs.profile_serving import FrameworkServing
+
+    with pytest.raises(ValidationError, match="graph_batches_mtp: the range from 16 has no stop"):
+        FrameworkServing(graph_batches=[{"start": 1, "stop": 8}], graph_batches_mtp=[{"start": 16}])
