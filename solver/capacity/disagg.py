@@ -30,7 +30,7 @@ from solver.capacity.recommend import (BASIS_LABELS, COST_FIELDS, COUNT_FIELDS, 
                                        shortfall_note)
 from solver.capacity.executors import ProgressFn
 from solver.capacity.sweep import UNROUNDED, hardware_list, input_notes
-from solver.capacity.table import to_disagg_frame
+from solver.capacity.table import mtp_columns, to_disagg_frame
 from solver.catalog import DEFAULT_FRAMEWORK
 from solver.errors import InfeasibleError, InputError
 from solver.plan.points import SolverParams
@@ -144,7 +144,8 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
         if g not in groups:
             groups[g] = PlanGroup([scenarios_of[(k, i, o)] for k in kinds])
         key = {"hardware": hw, "cards": w, "scenario": sc.kind, "isl": i, "osl": o, "model": model_name,
-               "ttft_sla_ms": sc.ttft_ms, "tpot_sla_ms": sc.tpot_ms, "prefix_hit": sc.prefix_hit, "weight_dtype": dt["--weight-dtype"][hw] or ""}
+               "ttft_sla_ms": sc.ttft_ms, "tpot_sla_ms": sc.tpot_ms, "prefix_hit": sc.prefix_hit, **mtp_columns(sc),
+               "weight_dtype": dt["--weight-dtype"][hw] or ""}
         try:
             with planned_together(groups[g]):
                 rep = run_disagg(model, hw, w, sc, framework, dt["--weight-dtype"][hw],

@@ -30,7 +30,7 @@ import pandas as pd
 
 from solver.capacity import executors
 from solver.capacity.inputs import parse_cards, parse_scenarios, parse_seq_lens, per_hardware, scenario_for
-from solver.capacity.table import to_frame
+from solver.capacity.table import mtp_columns, to_frame
 from solver.report.digits import rounded
 from solver.errors import InfeasibleError, InputError, ShardplanError
 from solver.plan.deployment_front import undominated
@@ -192,8 +192,8 @@ def hardware_list(hardware: str | Sequence[str]) -> list[str]:
 def _base_row(t: Task, model_name: str, placement: str) -> dict[str, Any]:
     return {"hardware": t.hardware_name, "cards": t.cards, "scenario": t.scenario_label, "model": model_name,
             "isl": t.scenario.isl, "osl": t.scenario.osl, "ttft_sla_ms": t.scenario.ttft_ms,
-            "tpot_sla_ms": t.scenario.tpot_ms, "prefix_hit": t.scenario.prefix_hit, "weight_dtype": t.weight_dtype or "",
-            "placement": placement}
+            "tpot_sla_ms": t.scenario.tpot_ms, "prefix_hit": t.scenario.prefix_hit, **mtp_columns(t.scenario),
+            "weight_dtype": t.weight_dtype or "", "placement": placement}
 
 
 def solve_task(t: Task) -> list[dict[str, Any]]:

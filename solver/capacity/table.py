@@ -25,14 +25,15 @@ COLUMNS: tuple[str, ...] = (
     "memory_per_rank_gb", "ttft_ms", "tpot_ms", "output_tokens_per_s_per_rank", "output_tokens_per_s",
     "tokens_per_s_per_user", "feasible", "binding_constraint",
     # context of the row
-    "model", "isl", "osl", "ttft_sla_ms", "tpot_sla_ms", "prefix_hit", "concurrency", "request_latency_ms", "requests_per_s",
+    "model", "isl", "osl", "ttft_sla_ms", "tpot_sla_ms", "prefix_hit", "mtp", "mtp_accept", "concurrency",
+    "request_latency_ms", "requests_per_s",
     "on_front", "candidate", "pattern", "memory_feasible", "weight_dtype", "note", "placement", "sla_edge_from",
 )
-INT_COLUMNS = ("cards", "rank", *KNOBS, "attn_dp_size", "moe_ep_size", "isl", "osl", "concurrency", "candidate",
-               "sla_edge_from")
+INT_COLUMNS = ("cards", "rank", *KNOBS, "attn_dp_size", "moe_ep_size", "isl", "osl", "mtp", "concurrency",
+               "candidate", "sla_edge_from")
 FLOAT_COLUMNS = ("memory_per_rank_gb", "ttft_ms", "tpot_ms", "output_tokens_per_s_per_rank", "output_tokens_per_s",
-                 "tokens_per_s_per_user", "ttft_sla_ms", "tpot_sla_ms", "prefix_hit", "request_latency_ms",
-                 "requests_per_s")
+                 "tokens_per_s_per_user", "ttft_sla_ms", "tpot_sla_ms", "prefix_hit", "mtp_accept",
+                 "request_latency_ms", "requests_per_s")
 BOOL_COLUMNS = ("feasible", "on_front", "memory_feasible")
 STR_COLUMNS = ("hardware", "scenario", "binding_constraint", "model", "pattern", "weight_dtype", "note", "placement")
 
@@ -47,16 +48,22 @@ DISAGG_COLUMNS: tuple[str, ...] = (
     "input_tokens_per_s", "kv_transfer_ms", "kv_transfer_tier", "prefill_utilization", "feasible", "note",
     "agg_output_tokens_per_s_per_rank", "winner",
     # context of the row
-    "binding_constraint", "model", "ttft_sla_ms", "tpot_sla_ms", "prefix_hit", "weight_dtype",
+    "binding_constraint", "model", "ttft_sla_ms", "tpot_sla_ms", "prefix_hit", "mtp", "mtp_accept", "weight_dtype",
 )
 DISAGG_INT_COLUMNS = ("cards", "isl", "osl", "rank", *(f"{ph}_{c}" for ph in ("prefill", "decode")
-                                                        for c in POOL_COLUMNS), "ranks_used", "concurrency")
+                                                        for c in POOL_COLUMNS), "ranks_used", "concurrency", "mtp")
 DISAGG_FLOAT_COLUMNS = ("ttft_ms", "tpot_ms", "output_tokens_per_s", "output_tokens_per_s_per_rank",
                         "input_tokens_per_s", "kv_transfer_ms", "prefill_utilization",
-                        "agg_output_tokens_per_s_per_rank", "ttft_sla_ms", "tpot_sla_ms", "prefix_hit")
+                        "agg_output_tokens_per_s_per_rank", "ttft_sla_ms", "tpot_sla_ms", "prefix_hit", "mtp_accept")
 DISAGG_BOOL_COLUMNS = ("feasible",)
 DISAGG_STR_COLUMNS = ("hardware", "scenario", "ratio", "kv_transfer_tier", "note", "winner", "binding_constraint",
                       "model", "weight_dtype")
+
+
+def mtp_columns(scenario: Any) -> dict[str, Any]:
+    """A row's `mtp` and `mtp_accept`: the depth every figure of the row assumed (0: off) and the acceptance it was
+    priced at (empty where MTP is off: nothing read it), so a row re-read or set beside another sweep's says so."""
+    return {"mtp": scenario.mtp, "mtp_accept": scenario.mtp_accept if scenario.mtp else None}
 
 
 def _missing(v: Any) -> bool:

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from solver.catalog import DEFAULT_FRAMEWORK
-from solver.cli.options import factors_option
-from solver.cli.options import (CARDS, CONCURRENCY, FRACTION, MTP, NAME, TOKENS, Deferred, dtype_options,
-                                format_option, given, knob_options, prefix_hit_option)
+from solver.cli.options import (CARDS, CONCURRENCY, FRACTION, MTP, MTP_ACCEPT_HELP, NAME, TOKENS, Deferred,
+                                dtype_options, factors_option, format_option, given, knob_options,
+                                prefix_hit_option)
 from solver.errors import InputError, ShardplanError
 from solver.report.render import console, dump
 from solver.specs.knobs import CONFIG_FLAGS
@@ -175,7 +175,7 @@ def _mtp_accept() -> float:
 @click.option("--seq-len", type=TOKENS, default=None, help="with --phase: prompt length / context length")
 @click.option("--mtp", type=MTP, default=0, show_default=True, help="MTP (next-n) depth; 0 = off")
 @click.option("--mtp-accept", type=FRACTION, default=_mtp_accept, show_default=True, cls=Deferred,
-              help="acceptance rate of each draft token")
+              help=MTP_ACCEPT_HELP)
 @prefix_hit_option
 @dtype_options
 @click.option("--framework", type=NAME, default=None,

@@ -316,11 +316,17 @@ def scenario_from_options(**fields: Any) -> Scenario:
     return scenario_of("scenario", **fields)
 
 
+# what --mtp-accept is in the engines' own metrics (workload.engine_accept_rate says why the two rates differ)
+MTP_ACCEPT_HELP = ("each draft token's chance of acceptance once the ones before it were, as measured on your "
+                   "traffic: vLLM's per-position acceptance rate at position 1; not the engines' accepted / drafted "
+                   "rate (vLLM's Avg Draft acceptance rate, SGLang's spec_accept_rate), which is lower at --mtp > 1; "
+                   "their mean acceptance length is 1 + a + ... + a^N (--explain prints both)")
+
+
 def _mtp_accept_help() -> str:
     from solver.specs.scenario import DEFAULT_MTP_ACCEPT  # a pydantic module: loaded when --help is printed
 
-    return (f"with --mtp: the acceptance rate of each draft token, as measured on your traffic [default: "
-            f"{DEFAULT_MTP_ACCEPT:g}]")
+    return f"with --mtp: {MTP_ACCEPT_HELP} [default: {DEFAULT_MTP_ACCEPT:g}]"
 
 
 def mtp_accept_option(func: Callable) -> Callable:

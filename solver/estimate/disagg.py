@@ -485,7 +485,8 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
                        prompts_per_step(wl, f_prefill, synced,
                                         math.ceil(wl.concurrency / (wl.prefill_workers * prefill_pc.attn_replicas))),
                        wl.decode_workers, decode_pc.attn_replicas,
-                       cap, wl.decode_batch or 0, graph_sizes_at(f_decode, decode_pc, model.num_experts, planned), synced)
+                       cap, wl.decode_batch or 0, graph_sizes_at(f_decode, decode_pc, model.num_experts, planned,
+                                                                 wl.mtp), synced)
     new, cached = wl.prompt_tokens
     pre = prefill_step(model, hw, prefill_pc, prec, f_prefill, new, shape.prompts_per_step, wl.mtp, cached)
     dec_batch = shape.graph_batch or shape.running  # the decode step runs the padded batch

@@ -41,23 +41,27 @@ def graph_batch(running: int, sizes: tuple[int, ...]) -> tuple[int, bool]:
     return running, True
 
 
-def graph_sizes_at(f: Factors, pc: ParallelConfig, n_routed_experts: int, planned: int) -> tuple[int, ...]:
-    """The decode batches the engine captures at `pc`: f.graph_sizes cut at its default cap there (the first
+def graph_sizes_at(f: Factors, pc: ParallelConfig, n_routed_experts: int, planned: int,
+                   mtp: int = 0) -> tuple[int, ...]:
+    """The decode batches the engine captures at `pc` (with `mtp` > 0: its list with speculative decoding on,
+    f.graph_sizes_mtp): f.graph_sizes cut at its default cap there (the first
     serving.graph_max_batch entry holding at profile_serving.graph_cap_env's names), the cap itself captured, as
     the engine appends it. Where the command lifts the cap (graph_max_batch_lift) and the plan's per-rank batch
     `planned` exceeds it, the cap is that batch, and the open range (f.graph_open) fills the sizes below it as the
     engine's list does: a batch past the listed sizes pads to the next of these, not to the lifted cap. No entry
     holding: every listed size."""
-    if not f.graph_caps or not f.graph_sizes:
-        return f.graph_sizes
+    sizes, open_ = (f.graph_sizes_mtp, f.graph_open_mtp) if mtp and f.graph_sizes_mtp else \
+        (f.graph_sizes, f.graph_open)
+    if not f.graph_caps or not sizes:
+        return sizes
     env = graph_cap_env(pc, f.memory_gib, {k: k in f.device_flags for k in DEVICE_FLAGS}, n_routed_experts)
     cap = graph_cap_at([GraphCap(when=w, value=v) for w, v in f.graph_caps], env)
     if cap is None:
-        return f.graph_sizes
+        return sizes
     if f.graph_cap_lift:
         cap = max(cap, planned)
-    past = range(f.graph_open[0], cap, f.graph_open[1]) if f.graph_open else ()
-    return tuple(b for b in f.graph_sizes if b < cap) + tuple(b for b in past if b > max(f.graph_sizes)) + (cap,)
+    past = range(open_[0], cap, open_[1]) if open_ else ()
+    return tuple(b for b in sizes if b < cap) + tuple(b for b in past if b > max(sizes)) + (cap,)
 
 
 def kernels_launched(step: StepCost, f: Factors) -> float:

@@ -96,6 +96,8 @@ class Factors:
     first_token_iterations: float = 0.0  # engine iterations between a prompt's prefill and its streamed token
     graph_sizes: tuple[int, ...] = ()  # captured CUDA-graph decode batches; () = none
     graph_open: tuple[int, ...] = ()  # (start, step) of sizes captured on up to the cap (engine_step.graph_sizes_at)
+    graph_sizes_mtp: tuple[int, ...] = ()  # the same two with MTP on (serving.graph_batches_mtp, else the above)
+    graph_open_mtp: tuple[int, ...] = ()
     # the engine's default largest decode graph (FrameworkServing.graph_max_batch: (condition, cap), first holding
     # applies) and whether its command lifts it to the per-rank batch (graph_max_batch_lift); engine_step reads them
     graph_caps: tuple[tuple[str, int], ...] = ()
@@ -183,6 +185,8 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         **{k: float(s.get(k, 0.0)) for k in AMOUNTS},
         graph_sizes=tuple(int(b) for b in s.get("graph_sizes", ())),  # type: ignore[union-attr]
         graph_open=tuple(int(b) for b in s.get("graph_open", ())),  # type: ignore[union-attr]
+        graph_sizes_mtp=tuple(int(b) for b in s.get("graph_sizes_mtp", ())),  # type: ignore[union-attr]
+        graph_open_mtp=tuple(int(b) for b in s.get("graph_open_mtp", ())),  # type: ignore[union-attr]
         graph_caps=tuple((str(w), int(v)) for w, v in s.get("graph_caps", ())),  # type: ignore[union-attr]
         graph_cap_lift=bool(s.get("graph_cap_lift", 0.0)),
         memory_gib=hw.memory_gib,

@@ -91,7 +91,8 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
                         pre_layers=step_layers(model, pc, "prefill", per, pmtp), pre_mtp_layers=pmtp)
     if wl.kind == "decode":
         per = max(1.0, wl.batch / replicas)
-        padded, eager = graph_batch(math.ceil(per), graph_sizes_at(f, pc, model.num_experts, math.ceil(per)))
+        sizes = graph_sizes_at(f, pc, model.num_experts, math.ceil(per), mtp_layers)
+        padded, eager = graph_batch(math.ceil(per), sizes)
         seqs = max(per, float(padded))
         work = Work("decode", new_tokens=seqs * (1 + wl.mtp), context=wl.seq_len, sequences=seqs,
                     logits_tokens=seqs * (1 + wl.mtp), span=wl.decode_span)
@@ -102,7 +103,7 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
     wl = replace(wl, token_budget=token_budget(wl, f, synced, math.ceil(wl.concurrency / replicas)),
                  request_overhead_s=request_overhead(wl, f))
     cap = kv_capacity_per_replica if math.isfinite(kv_capacity_per_replica) else float(wl.concurrency)
-    sizes = graph_sizes_at(f, pc, model.num_experts, math.ceil(wl.concurrency / replicas))
+    sizes = graph_sizes_at(f, pc, model.num_experts, math.ceil(wl.concurrency / replicas), mtp_layers)
     shape = serving_shape(wl, replicas, cap, synced, sizes, pc.pp_size,
                           ServingPolicy.of(f).decode_first_for(synced))
     n = shape.prompts_per_step

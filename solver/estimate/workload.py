@@ -168,5 +168,17 @@ def prompt_draft_passes(draft_passes: int) -> int:
 
 @lru_cache(maxsize=1024)
 def mtp_tokens_per_step(depth: int, accept: float) -> float:
-    """Expected tokens emitted per decode step with `depth` draft tokens accepted in sequence."""
+    """Expected tokens emitted per decode step with `depth` draft tokens accepted in sequence: draft i stands only
+    if drafts 1 .. i - 1 did, each with chance `accept`. The engines log it as the mean acceptance length (vLLM
+    0.34.0 v1/spec_decode/metrics.py: 1 + accepted / drafts, the bonus token included; SGLang 0.5.23
+    sglang:spec_accept_length, accepted drafts + bonus per forward)."""
     return 1.0 + sum(accept ** i for i in range(1, depth + 1))
+
+
+def engine_accept_rate(depth: int, accept: float) -> float:
+    """The acceptance rate the engines log at `depth` drafts of chance `accept` each (given the ones before it
+    stood): accepted / drafted = (accept + ... + accept^depth) / depth (vLLM 0.34.0 v1/spec_decode/metrics.py
+    "Avg Draft acceptance rate", SGLang 0.5.23 scheduler_components/metrics_reporter.py spec_accept_rate). Equal
+    to `accept` at depth 1 and below it deeper, so it is not what --mtp-accept takes (vLLM's per-position rate at
+    position 1 is)."""
+    return (mtp_tokens_per_step(depth, accept) - 1.0) / depth

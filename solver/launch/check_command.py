@@ -17,6 +17,23 @@ from solver.launch.command_reading import launch_reading, slot_name, slot_of
 from solver.launch.read_command import CommandReading, read_command, spells_depth
 
 
+def mtp_unread(fw: Any, r: CommandReading) -> str | None:
+    """Where the command turns MTP on without its depth: the arguments it gives that the launch prints only with MTP
+    on (a condition reading `mtp`) while it leaves out the one that spells the depth, as the command writes them;
+    None where it sets the depth or nothing of MTP. The engine then picks a depth of its own or refuses the command
+    (SGLang 0.5.23 arg_groups/speculative_hook.py:1159-1174 chooses steps, top-k and draft tokens by architecture;
+    vLLM 0.34.0 config/speculative.py:1653-1658 raises without num_speculative_tokens), so no depth is read."""
+    if r.mtp is not None or fw.launch is None:
+        return None
+    on = [a for a in fw.launch.args if "mtp" in a.when_expr.names and not spells_depth(a)
+          and slot_of(fw, a) in r.given]
+    depth = [slot_name(s, fw) for a in fw.launch.args if spells_depth(a) and (s := slot_of(fw, a)) is not None]
+    if not on or not depth:
+        return None
+    given = ", ".join(f"{slot_name(s, fw)} {r.given[s]}" for s in dict.fromkeys(slot_of(fw, a) for a in on))
+    return f"the command turns MTP on ({given}) but sets no depth ({depth[0]})"
+
+
 def _settings_notes(r: CommandReading, hardware: str, isl: int, osl: int, concurrency: int, mtp: int,
                     formats: dict[str, str | None], memory: Any = None) -> list[str]:
     """One line per setting (a non-parallel argument of the profile) the command gives otherwise than the launch
@@ -91,7 +108,11 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
     # the command's depth: what it sets, or none where the profile spells the depth and the command leaves it out
     fw = load_framework(r.framework)
     spells = any(spells_depth(a) for a in fw.launch.args) if fw.launch else False
-    own = r.mtp if r.mtp is not None else 0 if spells else None
+    unread = mtp_unread(fw, r)
+    if unread and mtp is None:
+        raise InputError("--mtp", f"missing: {unread}, so the engine picks a depth of its own or refuses it; give "
+                                  "--mtp N (the depth it runs) or the depth in the command")
+    own = r.mtp if r.mtp is not None else 0 if spells and not unread else None
     if mtp is not None and own is not None and mtp != own:
         raise InputError("--mtp", f"{mtp}, while the command runs MTP depth {own}"
                                   f"{'' if r.mtp else ' (it sets no draft tokens)'}: leave --mtp out to check the "

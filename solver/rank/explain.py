@@ -4,6 +4,7 @@ from __future__ import annotations
 from solver.errors import ShardplanError
 from solver.estimate.compute import Factors
 from solver.estimate.serving import Estimate, Workload, estimate, mtp_tokens_per_step
+from solver.estimate.workload import engine_accept_rate
 from solver.estimate.step import StepCost
 from solver.plan.layout_memory import assumed_memory
 from solver.rank.cell import apart, change_pct, fmt_cell
@@ -448,9 +449,13 @@ def mtp_clause(model: ModelSpec, wl: Workload) -> list[str]:
     if wl.kind == "prefill":  # no decode step: the acceptance is unread
         return [f"MTP depth {n}: {prefill}"]
     terms = " + ".join(["1", *(f"{a:g}^{i}" if i > 1 else f"{a:g}" for i in range(1, n + 1))])
-    decode = (f"MTP depth {n} at acceptance {a:g}: {terms} = {mtp_tokens_per_step(n, a):.2f} tokens per decode step "
-              f"(TPOT = step time / that); each decode step verifies {1 + n} tokens per sequence and runs {n} draft "
-              f"pass{'es' if n > 1 else ''} through the MTP layer")
+    m = mtp_tokens_per_step(n, a)
+    # the two figures an engine's own metrics print, to hold the acceptance against a running server's
+    logged = (f"the engines log it as their mean acceptance length, and an accepted / drafted rate of "
+              f"{engine_accept_rate(n, a):.1%}")
+    decode = (f"MTP depth {n} at acceptance {a:g}: {terms} = {m:.2f} tokens per decode step "
+              f"(TPOT = step time / that; {logged}); each decode step verifies {1 + n} tokens per sequence and "
+              f"runs {n} draft pass{'es' if n > 1 else ''} through the MTP layer")
     return [decode if wl.kind == "decode" else f"{decode}; {prefill}"]
 
 

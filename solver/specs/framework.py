@@ -541,6 +541,8 @@ class FrameworkProfile(BaseModel):
                "first_token_iterations": s.first_token_iterations,
                "graph_sizes": sizes,  # type: ignore[dict-item]  (a tuple: Factors.graph_sizes)
                "graph_open": s.graph_open(),  # type: ignore[dict-item]  (a tuple: Factors.graph_open)
+               "graph_sizes_mtp": s.graph_sizes(mtp=True),  # type: ignore[dict-item]  (Factors.graph_sizes_mtp)
+               "graph_open_mtp": s.graph_open(mtp=True),  # type: ignore[dict-item]  (Factors.graph_open_mtp)
                "graph_caps": tuple((c.when, c.value) for c in s.graph_max_batch),  # type: ignore[dict-item]
                "graph_cap_lift": 1.0 if s.graph_max_batch_lift else 0.0,
                "eager_launch_s": s.eager_launch_s,

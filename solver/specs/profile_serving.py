@@ -237,6 +237,9 @@ class FrameworkServing(BaseModel):
     graph_batches: list[GraphBatchRange] = Field(
         default_factory=list, description="decode batch sizes captured as CUDA graphs (a batch runs padded to "
         "the next one); empty = no graphs; past the largest, decode runs eagerly")
+    graph_batches_mtp: list[GraphBatchRange] = Field(
+        default_factory=list, description="the decode batch sizes captured instead where speculative decoding (MTP) "
+        "is on, for an engine that keeps another list then; empty = graph_batches")
     graph_max_batch: list[GraphCap] = Field(
         default_factory=list, description="the engine's default largest captured decode batch at a config (the "
         "first entry whose condition holds): graph_batches cut there, the cap itself captured; empty or none "
@@ -284,12 +287,15 @@ class FrameworkServing(BaseModel):
 
     @model_validator(mode="after")
     def _ordered(self) -> "FrameworkServing":
-        for i, r in enumerate(self.graph_batches):
-            if r.stop is None and (i != len(self.graph_batches) - 1 or not self.graph_max_batch):
-                raise ValueError(f"graph_batches: the range from {r.start} has no stop: only the last range may "
-                                 "run on to the cap, and graph_max_batch must name it")
-            if r.stop is not None and r.stop < r.start:
-                raise ValueError(f"graph_batches: stop {r.stop} < start {r.start}")
+        for name, ranges in (("graph_batches", self.graph_batches), ("graph_batches_mtp", self.graph_batches_mtp)):
+            for i, r in enumerate(ranges):
+                if r.stop is None and (i != len(ranges) - 1 or not self.graph_max_batch):
+                    raise ValueError(f"{name}: the range from {r.start} has no stop: only the last range may "
+                                     "run on to the cap, and graph_max_batch must name it")
+                if r.stop is not None and r.stop < r.start:
+                    raise ValueError(f"{name}: stop {r.stop} < start {r.start}")
+        if self.graph_batches_mtp and not self.graph_batches:
+            raise ValueError("graph_batches_mtp: an engine without graphs (graph_batches empty) has none with MTP")
         if self.graph_max_batch and not self.graph_batches:
             raise ValueError("graph_max_batch: caps no graphs (graph_batches is empty)")
         if self.graph_max_batch_lift and not self.graph_max_batch:
@@ -310,12 +316,17 @@ class FrameworkServing(BaseModel):
                              "amd or huawei")
         return self
 
-    def graph_sizes(self) -> tuple[int, ...]:
-        """Every captured batch size of the closed ranges, ascending (graph_open: the open one)."""
-        return tuple(sorted({b for r in self.graph_batches if r.stop is not None
+    def _ranges(self, mtp: bool) -> list[GraphBatchRange]:
+        return self.graph_batches_mtp if mtp and self.graph_batches_mtp else self.graph_batches
+
+    def graph_sizes(self, mtp: bool = False) -> tuple[int, ...]:
+        """Every captured batch size of the closed ranges, ascending (graph_open: the open one); `mtp`: with
+        speculative decoding on (graph_batches_mtp where the engine keeps that list)."""
+        return tuple(sorted({b for r in self._ranges(mtp) if r.stop is not None
                              for b in range(r.start, r.stop + 1, r.step)}))
 
-    def graph_open(self) -> tuple[int, ...]:
+    def graph_open(self, mtp: bool = False) -> tuple[int, ...]:
         """(start, step) of the range that runs on to the cap; () when every range stops."""
-        last = self.graph_batches[-1] if self.graph_batches else None
+        ranges = self._ranges(mtp)
+        last = ranges[-1] if ranges else None
         return (last.start, last.step) if last is not None and last.stop is None else ()
