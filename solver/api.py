@@ -24,6 +24,7 @@ from solver.errors import InputError
 from solver.plan.points import SolverParams
 from solver.rank.select import Candidate
 from solver.specs import limits
+from solver.specs.fitted import UserFactors
 from solver.specs.knobs import CONFIG_FLAGS
 from solver.specs.parallel import KNOBS, SETTINGS
 from solver.specs.scenario import SCENARIO_WEIGHTS, Scenario, prefix_hit_of
@@ -201,21 +202,23 @@ def _keyword(text: str, keys: set[str]) -> str:
 
 def _api(name: str, runner: Callable[..., Any], takes: Callable[[], set[str]], hardware_lists: bool = False,
          cards_lists: bool = False, optional: frozenset[str] = frozenset(),
-         scenario_keys: tuple[str, ...] = ()) -> Callable[..., Any]:
+         scenario_keys: tuple[str, ...] = (), factors: bool = True) -> Callable[..., Any]:
     """`runner` as the API offers it: its arguments checked (an unknown keyword refused with the close names; a
     scenario given as its kind name made a Scenario, with the `scenario_keys` given made its fields), and a refusal
     the runner raises under a command-line flag re-raised under the keyword the caller wrote (--kv-dtype ->
-    kv_dtype). `optional`: its arguments that may be None beyond _OPTIONAL."""
+    kv_dtype). `optional`: its arguments that may be None beyond _OPTIONAL. `factors`: it takes `factors=`, a
+    factors file as the command's --factors reads it (_with_factors)."""
     sig = inspect.signature(runner)
 
     @functools.wraps(runner)
     def call(*args: Any, **kwargs: Any) -> Any:
-        keys = takes() | _params_of(runner)
+        keys = takes() | _params_of(runner) | ({"factors"} if factors else set())
         for key in kwargs:
             if key not in keys:
                 close = difflib.get_close_matches(key, sorted(keys), n=3, cutoff=0.6)
                 hint = f"; did you mean {', '.join(close)}?" if close else f"; it takes: {', '.join(sorted(keys))}"
                 raise InputError(key, f"not an argument of {name}(){hint}")
+        user_file = kwargs.pop("factors", None) if factors else None
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as exc:  # a required argument missing, too many positional ones
@@ -257,6 +260,8 @@ def _api(name: str, runner: Callable[..., Any], takes: Callable[[], set[str]], h
             elif v is not given[k]:
                 bound.arguments[extra] = {**bound.arguments[extra], k: v}
         try:
+            if user_file is not None:
+                return _with_factors(_user_factors(user_file), runner, *bound.args, **bound.kwargs)
             return runner(*bound.args, **bound.kwargs)
         except InputError as exc:
             flagged = any(f.startswith("--") and _flag_keyword(f[2:]) in keys for f in exc.field.split("/"))
@@ -267,6 +272,44 @@ def _api(name: str, runner: Callable[..., Any], takes: Callable[[], set[str]], h
 
     call.__name__ = call.__qualname__ = name
     return call
+
+
+def _user_factors(path: Any) -> UserFactors:
+    """`factors=`, read and validated as --factors reads it (calibrate.factors_file): a refusal names the keyword."""
+    from solver.calibrate.factors_file import read_user_factors
+
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise InputError("factors", f"must be the path of a factors file (calibrate --from-csv ROWS.csv --fit "
+                                    f"FACTORS.yaml), got {path!r} ({type(path).__name__})")
+    return read_user_factors(os.fspath(path), "factors")
+
+
+def _with_factors(user: UserFactors, runner: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """`runner` priced with the user's factors, as a command given --factors runs; the answer's notes (where it
+    carries them) say which pairs the file priced, as the command's do. A Solution's `as_dict` (priced later,
+    when asked) runs under them too."""
+    from solver.calibrate.factors_file import factors_notes
+    from solver.specs import fitted
+
+    fitted.clear_user_lookups()
+    with fitted.using_user_factors(user):
+        out = runner(*args, **kwargs)
+    notes = factors_notes(user.source, user.pairs, fitted.user_lookups(), "factors")
+    fitted.clear_user_lookups()
+    if isinstance(out, Solution):
+        out._as_dict = functools.partial(_priced_with, user, out._as_dict)
+    held = out.attrs.setdefault("notes", []) if hasattr(out, "attrs") and isinstance(out.attrs, dict) else \
+        getattr(out, "notes", None)
+    if isinstance(held, list):
+        held.extend(notes)
+    return out
+
+
+def _priced_with(user: UserFactors, fn: Callable[[], Any]) -> Any:
+    from solver.specs.fitted import using_user_factors
+
+    with using_user_factors(user):
+        return fn()
 
 
 def _params_of(*fns: Callable[..., Any]) -> set[str]:
@@ -534,5 +577,5 @@ solve = _api("solve", _solve, lambda: _run_solve_keys() | set(_SCENARIO_KEYS), s
 sweep = _api("sweep", _sweep, _sweep_keys, hardware_lists=True, cards_lists=True)
 recommend = _api("recommend", _recommend, _recommend_keys, hardware_lists=True, cards_lists=True)
 estimate = _api("estimate", _estimate, _knob_keys, optional=_ONE_CONFIG_OPTIONAL)
-memory = _api("memory", _memory, _knob_keys, optional=_ONE_CONFIG_OPTIONAL)
+memory = _api("memory", _memory, _knob_keys, optional=_ONE_CONFIG_OPTIONAL, factors=False)  # reads no fitted factor
 check = _api("check", _check_config, _knob_keys, optional=_CHECK_OPTIONAL)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import re
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from solver.cli.main import main
-from solver.specs.fitted import USER_FACTORS_ENV
+from solver.specs.fitted import active_user_factors
 
 HEADER = "model,system,backend,tp,isl,osl,concurrency,ttft_ms,tpot_ms\n"
 # a handful of vllm x h100_sxm rows (the shapes of the calibration CSV's); their measured times are set below
@@ -124,7 +123,7 @@ def test_factors_move_the_figures_of_the_pair_they_fit(tmp_path: Path) -> None:
     args = ["estimate", "Qwen/Qwen3-32B", "--hardware", "h100_sxm", "--cards", "2", "--framework", "vllm",
             *SERVING, "--format", "json"]
     assert _invoke(*args).stdout != _invoke(*args, "--factors", str(out)).stdout
-    assert USER_FACTORS_ENV not in os.environ  # the command's file does not outlive it
+    assert active_user_factors() is None  # the command's factors do not outlive it
 
 
 def test_calibrate_from_csv_needs_fit_and_no_trace(tmp_path: Path) -> None:

@@ -129,10 +129,10 @@ def fit_group(rows: Sequence[Prepared], params: Sequence[str] = PARAMS,
     # fit's output), so its search starts mid-range, not at that default: the fit does not depend on itself
     start = {**NEUTRAL, "request_overhead_s": sum(BOUNDS["request_overhead_s"]) / 2, **(fixed or {})}
     best = coordinate_search(lambda factors: loss(rows, factors), start, params)
-    return {k: _rounded(k, best[k]) for k in params}
+    return {k: rounded(k, best[k]) for k in params}
 
 
-def _rounded(key: str, value: float) -> float:
+def rounded(key: str, value: float) -> float:
     """Multipliers to 4 decimals; seconds to 4 significant digits (seq_layer_s is ~1e-6 s)."""
     return round(value, 4) if not key.endswith("_s") else float(f"{value:.4g}")
 

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from solver.calibrate.rows import BOUNDS, FRAMEWORK_PARAMS, GLOBAL_PARAMS, PARAMS
 from solver.errors import InputError
+from solver.specs.fitted import Factors, UserFactors
 
 # every factor a pair may carry: what the fit sets (rows.PARAMS) and the shared ones each pair carries
 PAIR_KEYS = (*PARAMS, *FRAMEWORK_PARAMS, *GLOBAL_PARAMS)
@@ -54,3 +55,27 @@ def load_factors_file(path: str, flag: str = "--factors") -> dict[str, dict[str,
             raise InputError(f"{flag} {path}: factors.{fw}", exc.problem) from None
     return {fw: {hw: {k: v for k, v in pair.model_dump().items() if v is not None} for hw, pair in pairs.items()}
             for fw, pairs in model.factors.items()}
+
+
+def read_user_factors(path: str, flag: str = "--factors") -> UserFactors:
+    """The file, validated (load_factors_file), as the value the fit lookup prices with (specs.fitted.UserFactors:
+    its content, so that a sweep's workers on other hosts need no copy of the file)."""
+    return UserFactors.of(str(path), load_factors_file(str(path), flag))
+
+
+def factors_notes(path: str, pairs: Factors, looked: dict[tuple[str, str], bool], flag: str = "--factors") -> list[str]:
+    """Which pairs `path` priced and which the shipped fit did (the pairs the file lacks), of those a figure looked
+    up (specs.fitted.user_lookups)."""
+    held = sorted(f"{fw} x {hw}" for (fw, hw), hit in looked.items() if hit)
+    lacked = sorted(f"{fw} x {hw}" for (fw, hw), hit in looked.items() if not hit)
+    if not looked:  # nothing priced in this process (a sweep's workers did, or the command failed first)
+        listed = sorted(f"{fw} x {hw}" for fw, hws in pairs.items() for hw in hws)
+        return [f"{flag} {path} fits {', '.join(listed)}; any other (framework, hardware) pair keeps the "
+                "shipped factors"]
+    out = []
+    if held:
+        out.append(f"{flag} {path} priced {', '.join(held)}")
+    if lacked:
+        out.append(f"{flag} {path} has no fit of {', '.join(lacked)}: the shipped factors priced "
+                   + ("it" if len(lacked) == 1 else "them"))
+    return out

@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from solver.calibrate.factor_fit import _rounded, coordinate_search, csv_digest, hardware_kernel_s, loss
+from solver.calibrate.factor_fit import coordinate_search, csv_digest, hardware_kernel_s, loss, rounded
 from solver.calibrate.rows import (
     BOUNDS, FRAMEWORK_PARAMS, GLOBAL_PARAMS, PARAMS, Prepared, predict, prepare, profile_params,
 )
@@ -39,6 +39,16 @@ from solver.specs.fitted import fitted_factors, fitted_factors_path, fitted_glob
 # estimate's median error on the calibration rows is 10-20% (README.md, accuracy), so a smaller move cannot be
 # told from it
 SENSITIVE = 0.05
+
+
+# Disaggregated rows fit nothing of their own: the shipped disaggregated fit (fitted/disagg.yaml,
+# benchmarks/fit_disagg.py) holds no factor, its one candidate (the burst share) raising the leave-one-system-out
+# TTFT error (benchmarks/README.md, "Disaggregated prefill/decode"); each pool's steps are priced with the
+# aggregated pair factors, which a fit of aggregated rows gives and --factors carries into disaggregated estimates.
+DISAGG_REFUSAL = ("{path}: disaggregated rows (prefill_* / decode_* columns) have no factor of their own to fit (the "
+                  "shipped disaggregated fit holds none); fit aggregated rows of the same engine and hardware instead: "
+                  "their file's factors price each pool's steps (`estimate --from-csv {path} --factors FILE` "
+                  "evaluates these rows with them)")
 
 
 @dataclass(frozen=True)
@@ -101,7 +111,7 @@ def fit_pair(rows: Sequence[Prepared]) -> PairFit:
     keys = tuple(k for k in PARAMS if constrains(rows, start, k))
     objective = lambda pair: loss(rows, pair, predict_as)  # noqa: E731
     best = coordinate_search(objective, start, keys) if keys else dict(start)
-    after = {**start, **{k: _rounded(k, best[k]) for k in keys}}
+    after = {**start, **{k: rounded(k, best[k]) for k in keys}}
     tb, sb = median_errors(rows, before)
     ta, sa = median_errors(rows, after)
     return PairFit(first.framework, first.hardware, len(rows), keys, tuple(k for k in PARAMS if k not in keys),
@@ -121,14 +131,13 @@ def prepare_csv(path: str, flag: str = "--from-csv") -> tuple[list[Prepared], li
     from solver.measured import read_measured_csv, row_files_beside
 
     header, rows = read_measured_csv(path, flag)
+    if any(c.startswith(("prefill_", "decode_")) for c in header):  # before the columns: theirs have no `tp`
+        raise InputError(flag, DISAGG_REFUSAL.format(path=path))
     missing = [c for c in ("model", "system", "isl", "osl", "concurrency", "tp", "ttft_ms", "tpot_ms")
                if c not in header]
     if missing:
         raise InputError(flag, f"{path}: missing column(s): {', '.join(missing)} (a fit needs the measured ttft_ms "
                                "and tpot_ms of each row)")
-    if any(c.startswith(("prefill_", "decode_")) for c in header):
-        raise InputError(flag, f"{path}: disaggregated rows (prefill_* / decode_* columns): the fit reads aggregated "
-                               "rows; `estimate --from-csv` evaluates disaggregated ones")
     folder = Path(path).parent
     ok: list[Prepared] = []
     skipped: list[tuple[int, str]] = []

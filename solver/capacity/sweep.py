@@ -35,6 +35,7 @@ from solver.report.digits import rounded
 from solver.errors import InfeasibleError, InputError, ShardplanError
 from solver.plan.deployment_front import undominated
 from solver.plan.points import SolverParams
+from solver.specs.fitted import UserFactors, active_user_factors, using_user_factors
 from solver.specs.parallel import KNOBS, model_knobs
 from solver.specs.scenario import Scenario
 
@@ -72,6 +73,9 @@ class Task:
     top: int
     allow_cross_node: bool
     explain_binding: bool
+    # the user's factors (--factors, the API's factors=) active when the sweep was built: their content travels
+    # with the task, so a worker process, local or on another host, prices as this process does
+    factors: UserFactors | None = None
 
     @property
     def label(self) -> str:
@@ -145,6 +149,7 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
     overrides = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "concurrency": concurrency, "mtp": mtp,
                  "max_concurrency": max_concurrency, "mtp_accept": mtp_accept, "prefix_hit": prefix_hit}
     out = SweepPlan(model_title(model, spec.name), names, card_list, notes=notes)
+    user = active_user_factors()
     for h_arg, h in zip(hw_list, hws):
         for i, o in lengths:
             for w in card_list:
@@ -157,7 +162,7 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
                         out.notes.append(one)
                     out.tasks.append(Task(len(out.tasks), model, h_arg, h.name, w, sc, label, framework,
                                           wd[h.name], mwd[h.name], kvd[h.name], method, params, top,
-                                          allow_cross_node, explain_binding))
+                                          allow_cross_node, explain_binding, user))
     combos = [(t.hardware_name, t.cards, t.scenario_label, t.scenario.isl, t.scenario.osl) for t in out.tasks]
     twice = next((c for i, c in enumerate(combos) if c in combos[:i]), None)
     if twice is not None:  # its rows, its candidate 1 and its summary line would mix with the other's
@@ -197,8 +202,13 @@ def _base_row(t: Task, model_name: str, placement: str) -> dict[str, Any]:
 
 
 def solve_task(t: Task) -> list[dict[str, Any]]:
-    """Rows of one combination (runs in a worker process when jobs > 1). Tool errors come back as data so that
-    they cross the process boundary intact."""
+    """Rows of one combination (runs in a worker process when jobs > 1), priced with the task's user factors.
+    Tool errors come back as data so that they cross the process boundary intact."""
+    with using_user_factors(t.factors):
+        return _solve_task(t)
+
+
+def _solve_task(t: Task) -> list[dict[str, Any]]:
     from solver.entry import run_solve
     from solver.plan.solve import full_estimate_misses
     from solver.rank.select import pattern_name

@@ -207,8 +207,9 @@ class Deferred(click.Option):
 
 def factors_option(func: Callable) -> Callable:
     """--factors FILE on every command whose figures depend on the fitted factors: validated once here (one line
-    naming the field, exit 2), then named to the fit lookup (specs.fitted.USER_FACTORS_ENV) for the command's run;
-    at its end a note says which pairs the file priced and which kept the shipped fit."""
+    naming the field, exit 2), then active for the command's run (specs.fitted.set_user_factors; a sweep's tasks
+    carry its content to their workers); at its end a note says which pairs the file priced and which kept the
+    shipped fit."""
     return click.option("--factors", "factors_file", type=NAME, default=None, metavar="FACTORS.yaml",
                         expose_value=False, callback=_use_factors,
                         help="efficiency factors fitted to your measurements (calibrate --from-csv ROWS.csv --fit "
@@ -218,47 +219,23 @@ def factors_option(func: Callable) -> Callable:
 def _use_factors(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     if value is None:
         return
-    import os
     import sys
-    from pathlib import Path
 
-    from solver.calibrate.factors_file import load_factors_file
+    from solver.calibrate.factors_file import factors_notes, read_user_factors
     from solver.specs import fitted
 
-    pairs = load_factors_file(value)
-    before = os.environ.get(fitted.USER_FACTORS_ENV)
-    os.environ[fitted.USER_FACTORS_ENV] = str(Path(value).resolve())  # a sweep's spawned workers inherit it
+    factors = read_user_factors(value)
+    before = fitted.set_user_factors(factors)
     fitted.clear_user_lookups()
 
     def done() -> None:
-        if before is None:
-            os.environ.pop(fitted.USER_FACTORS_ENV, None)
-        else:
-            os.environ[fitted.USER_FACTORS_ENV] = before
+        fitted.set_user_factors(before)
         if sys.exc_info()[0] is None:  # a command that failed priced nothing worth a note
-            for line in factors_notes(value, pairs, fitted.user_lookups()):
+            for line in factors_notes(value, factors.pairs, fitted.user_lookups()):
                 click.echo(f"note: {line}", err=True)
         fitted.clear_user_lookups()
 
     ctx.call_on_close(done)
-
-
-def factors_notes(path: str, pairs: dict[str, dict[str, dict[str, float]]],
-                  looked: dict[tuple[str, str], bool]) -> list[str]:
-    """Which pairs `path` priced and which the shipped fit did (the pairs the file lacks)."""
-    held = sorted(f"{fw} x {hw}" for (fw, hw), hit in looked.items() if hit)
-    lacked = sorted(f"{fw} x {hw}" for (fw, hw), hit in looked.items() if not hit)
-    if not looked:  # nothing priced in this process (a sweep's workers did, or the command failed first)
-        listed = sorted(f"{fw} x {hw}" for fw, hws in pairs.items() for hw in hws)
-        return [f"--factors {path} fits {', '.join(listed)}; any other (framework, hardware) pair keeps the "
-                "shipped factors"]
-    out = []
-    if held:
-        out.append(f"--factors {path} priced {', '.join(held)}")
-    if lacked:
-        out.append(f"--factors {path} has no fit of {', '.join(lacked)}: the shipped factors priced "
-                   + ("it" if len(lacked) == 1 else "them"))
-    return out
 
 
 def format_option(default: str = DEFAULT_FORMAT, extra: tuple[str, ...] = (),

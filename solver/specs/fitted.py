@@ -2,10 +2,13 @@
 one (framework, hardware) fit applies to a profile's settings."""
 from __future__ import annotations
 
-import os
+import hashlib
+import json
+from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Mapping
+from typing import Iterator, Mapping
 
 from solver.catalog import frameworks_dir
 
@@ -23,11 +26,10 @@ def fitted_factors_path() -> Path:
 
 def fitted_stamp(path: Path | None = None) -> int:
     """Changes when a fitted file does (0 when there is none), so caches keyed on it never go stale; without
-    `path`, when the shipped file or the user's (`--factors`) does, or the user's is named or dropped."""
+    `path`, when the shipped file does or the user's factors (`--factors`) are given, changed or dropped."""
     if path is None:
-        user = user_factors_path()
         shipped = _mtime(fitted_factors_path())
-        return shipped if user is None else hash((shipped, str(user), _mtime(user)))
+        return shipped if _active is None else hash((shipped, _active.stamp))
     return _mtime(path)
 
 
@@ -38,29 +40,75 @@ def _mtime(path: Path) -> int:
         return 0
 
 
-# The user's own factors file (`--factors FILE`: solver/cli/options.factors_option validates it and names it here;
-# `shardplan calibrate --from-csv ROWS.csv --fit FILE` writes one). Its (framework, hardware) pairs replace the
-# shipped ones; every other pair keeps the shipped fit. Named in the environment so that a sweep's spawned worker
-# processes read the same file.
-USER_FACTORS_ENV = "SHARDPLAN_FACTORS"
-# (framework, hardware) -> whether the user's file held it, for every pair a figure looked up this process
+# The user's own factors (`--factors FILE`, the API's `factors=`: solver/calibrate/factors_file.read_user_factors
+# validates the file; `shardplan calibrate --from-csv ROWS.csv --fit FILE` writes one). Its (framework, hardware)
+# pairs replace the shipped ones; every other pair keeps the shipped fit. Held in this process while the command
+# (or API call) that was given it runs, and handed to a sweep's workers as part of each task (their content, not a
+# path: a Dask or Ray worker on another host has no such file), never read from the environment.
+@dataclass(frozen=True)
+class UserFactors:
+    """A user's factors file as read: where it came from (for notes) and its pairs, as canonical JSON so that the
+    value is hashable, pickles to a worker and compares by content."""
+
+    source: str
+    pairs_json: str
+
+    @classmethod
+    def of(cls, source: str, pairs: Factors) -> "UserFactors":
+        return cls(source, json.dumps(pairs, sort_keys=True))
+
+    @property
+    def pairs(self) -> Factors:
+        return json.loads(self.pairs_json)
+
+    @property
+    def stamp(self) -> int:
+        """Changes with the content (the caches' key: a plan priced with other factors is not served)."""
+        return int(hashlib.sha256(self.pairs_json.encode()).hexdigest()[:15], 16)
+
+
+_active: UserFactors | None = None
+# (framework, hardware) -> whether the user's factors held it, for every pair a figure looked up this process
 _user_lookups: dict[tuple[str, str], bool] = {}
 
 
-def user_factors_path() -> Path | None:
-    value = os.environ.get(USER_FACTORS_ENV)
-    return Path(value) if value else None
+def active_user_factors() -> UserFactors | None:
+    """The user's factors of the command or call running in this process, if it was given some."""
+    return _active
+
+
+@contextmanager
+def using_user_factors(factors: UserFactors | None) -> Iterator[None]:
+    """Price with `factors` (None: the shipped fit alone) until the block ends, then restore what was active."""
+    global _active
+    before, _active = _active, factors
+    try:
+        yield
+    finally:
+        _active = before
+
+
+def set_user_factors(factors: UserFactors | None) -> UserFactors | None:
+    """Price with `factors` from now on (a command's option, undone when the command closes); returns what was
+    active before."""
+    global _active
+    before, _active = _active, factors
+    return before
 
 
 def user_pair(framework: str, hardware: str) -> dict[str, float] | None:
     """The user's fit of one (framework, hardware) pair (absolute, as the shipped file's pairs: multipliers on
-    the profile's settings, *_s seconds), or None when no file is named or it lacks the pair."""
-    path = user_factors_path()
-    if path is None:
+    the profile's settings, *_s seconds), or None when none is active or it lacks the pair."""
+    if _active is None:
         return None
-    pair = (read_factors(path).get(framework) or {}).get(hardware)
+    pair = (_user_pairs(_active.pairs_json).get(framework) or {}).get(hardware)
     _user_lookups[(framework, hardware)] = pair is not None
     return {k: float(v) for k, v in pair.items()} if pair else None
+
+
+@lru_cache(maxsize=4)
+def _user_pairs(pairs_json: str) -> Factors:
+    return json.loads(pairs_json)
 
 
 def user_lookups() -> dict[tuple[str, str], bool]:
