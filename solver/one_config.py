@@ -225,7 +225,7 @@ def estimate_config(model: str, hardware: str, cards: int, knobs: dict[str, Any]
 
     spec = load_model(model)
     fw = load_framework(framework)
-    fw.check_model(spec)
+    fw.check_model(spec, vendor=load_hardware(hardware).vendor)
     no_hit = fw.prefix_hit_refusal(spec, wl.prefix_hit)
     if no_hit:
         raise InputError("--prefix-hit", no_hit)
@@ -306,7 +306,7 @@ def memory_config(model: str, hardware: str, cards: int, knobs: dict[str, Any], 
     pc = parallel_from_options(cards, knobs)
     check_mtp(spec, mtp)
     fw = load_framework(framework)
-    fw.check_model(spec)
+    fw.check_model(spec, vendor=hw.vendor)
     notes = knob_rules(fw, spec, hw, pc, batch, mtp)
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     # the engine's KVP layout decides the attention weights' split, its step budget on the device the chunk
@@ -410,7 +410,7 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     fw = load_from(load_framework, framework or dep.framework, "framework", given_as.get("framework"), origin or "")
     # a pairing the engine does not run on, named where the framework came from (the flag or the file's key)
     fw.check_vendor(hw.name, hw.vendor, given_as.get("framework") or at("framework"))
-    fw.check_model(spec, given_as.get("framework") or at("framework"))
+    fw.check_model(spec, given_as.get("framework") or at("framework"), hw.vendor)
     dep.check_derived(world, origin or "parallel_config", fw.replica_knobs)  # attn_dp_size may be the engine's DP
     check_mtp(spec, dep.mtp, at("mtp"))
     w = dep.workload

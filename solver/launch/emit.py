@@ -387,7 +387,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     if spec is None:
         raise InputError("--engine", no_command_template(fw))
     fw.check_vendor(hw.name, hw.vendor, "--engine")
-    fw.check_model(model, "--engine")
+    fw.check_model(model, "--engine", hw.vendor)
     # the nodes as this engine's launch uses them (an equal share of part-filled ones: space.placement), which
     # --nnodes, the per-node counts and the placement comments below read
     hw = as_launched(hw, fw, pc.world_size)

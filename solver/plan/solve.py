@@ -284,7 +284,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     too_deep = fw.mtp_past_max(scenario.mtp)
     if too_deep:
         raise InputError("--mtp", too_deep)
-    fw.check_model(model)
+    fw.check_model(model, vendor=hw.vendor)
     no_hit = fw.prefix_hit_refusal(model, scenario.prefix_hit)
     if no_hit:
         raise InputError("--prefix-hit", no_hit)

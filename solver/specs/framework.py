@@ -445,12 +445,14 @@ class FrameworkProfile(BaseModel):
             raise InputError(field, f"{self.name} runs on {'/'.join(self.vendors)} devices; {hardware} is {vendor}: "
                                     f"the profiles for {vendor} devices are {', '.join(profiles_for_vendor(vendor))}")
 
-    def check_model(self, model: "ModelSpec", field: str = "--framework") -> None:
-        """An engine serves the model types it has a model for (unserved_model_types)."""
+    def check_model(self, model: "ModelSpec", field: str = "--framework", vendor: str | None = None) -> None:
+        """An engine serves the model types it has a model for (unserved_model_types). `vendor`: the device's, so
+        the profiles offered instead are ones that run there (as check_vendor's); None: every shipped profile."""
         if model.model_type in self.unserved_model_types:
             raise InputError(field, f"{self.name} has no model for {model.name} (model type {model.model_type}: "
-                                    f"the profile's unserved_model_types); profiles that do not refuse it: "
-                                    f"{', '.join(profiles_serving(model.model_type)) or 'none'}")
+                                    f"the profile's unserved_model_types); profiles that do not refuse it"
+                                    f"{f' on {vendor} devices' if vendor else ''}: "
+                                    f"{', '.join(profiles_serving(model.model_type, vendor)) or 'none'}")
 
     def prefix_hit_refusal(self, model: "ModelSpec", hit: float) -> str | None:
         """Why a prefix-cache hit of `hit` cannot be priced on `model` under this engine (no_prefix_cache: its
@@ -678,9 +680,10 @@ def profiles_for_vendor(vendor: str | None) -> list[str]:
     return [name for name in list_frameworks() if load_framework(name).runs_on(vendor)]
 
 
-def profiles_serving(model_type: str) -> list[str]:
-    """The shipped profiles with a model for this model type (FrameworkProfile.unserved_model_types), sorted."""
-    return [name for name in list_frameworks() if model_type not in load_framework(name).unserved_model_types]
+def profiles_serving(model_type: str, vendor: str | None = None) -> list[str]:
+    """The shipped profiles with a model for this model type (FrameworkProfile.unserved_model_types), sorted; with
+    `vendor`, those that run on its devices only (profiles_for_vendor)."""
+    return [name for name in profiles_for_vendor(vendor) if model_type not in load_framework(name).unserved_model_types]
 
 
 def load_framework_file(path: Path) -> FrameworkProfile:

@@ -1,0 +1,26 @@
+"""Stop 48's review: the rules the review found broken or unheld, one test each."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from solver.cli.main import main
+
+HEADER = ("id,backend,backend_version,model,system,precision,gemm_quant_mode,moe_quant_mode,isl,osl,concurrency,tp,pp,"
+          "attention_dp,moe_tp,moe_ep,ttft_ms,tpot_ms")
+
+
+@pytest.mark.parametrize(("hardware", "offered", "not_offered"), [
+    ("h200_sxm", "trtllm", "vllm-ascend"), ("atlas_a3", "vllm-ascend", "trtllm")])
+def test_the_profiles_offered_for_an_unserved_model_run_on_the_device(hardware: str, offered: str,
+                                                                       not_offered: str) -> None:
+    """The refusal offers engines that serve the model on this device (as check_vendor's offers), not an Ascend
+    profile for an H200."""
+    res = CliRunner().invoke(main, ["memory", "minimax-m1", "--hardware", hardware, "--cards", "16",
+                                    "--framework", "vllm" if hardware == "h200_sxm" else "sglang",
+                                    "--attn-tp", "8", "--batch", "1", "--seq-len", "1024"])
+    assert res.exit_code == 2, res.output
+    line = res.output.split("do not refuse it", 1)[1]
+    assert offered in line and not_offered not in line, res.output
