@@ -281,6 +281,8 @@ def case_from_row(row: Mapping[str, Any], framework: str | None = None, waves: i
         fw = _framework(fw_name)
     except InputError as exc:
         raise _column_error("backend", exc) from None
+    # the engine as profiled has no model for it: the row is refused as `estimate` refuses the pairing
+    fw.check_model(model, "backend", hw.vendor)
     isl, osl, conc = _int(row, "isl"), _int(row, "osl"), _int(row, "concurrency")
     tp, dp, moe_tp, moe_ep = parallel_sizes(row, model.is_moe)
     pp = _opt_int(row, "pp")

@@ -12,6 +12,16 @@ HEADER = ("id,backend,backend_version,model,system,precision,gemm_quant_mode,moe
           "attention_dp,moe_tp,moe_ep,ttft_ms,tpot_ms")
 
 
+def test_a_measured_row_of_a_model_its_engine_has_no_model_for_is_refused(tmp_path: Path) -> None:
+    """unserved_model_types: every command refuses the pairing, `estimate --from-csv` (and the fit that reads rows
+    the same way) included: the row's error names the rule instead of pricing a model the engine cannot load."""
+    csv = tmp_path / "rows.csv"
+    csv.write_text(f"{HEADER}\nx,vllm,0.34.0,MiniMaxAI/MiniMax-M1,h200_sxm,,,,1024,128,8,8,1,,8,1,193.5,21.3\n")
+    res = CliRunner().invoke(main, ["estimate", "--from-csv", str(csv), "--out", "-"])
+    assert res.exit_code == 2, res.output
+    assert "backend: vllm has no model for MiniMax-M1" in res.output
+
+
 @pytest.mark.parametrize(("hardware", "offered", "not_offered"), [
     ("h200_sxm", "trtllm", "vllm-ascend"), ("atlas_a3", "vllm-ascend", "trtllm")])
 def test_the_profiles_offered_for_an_unserved_model_run_on_the_device(hardware: str, offered: str,

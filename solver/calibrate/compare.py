@@ -92,6 +92,7 @@ def make_setup(model: str | ModelSpec, hw: Hardware, cfg: ProfiledConfig) -> Set
     except InputError as exc:  # name the config key, not the estimate command's flag
         raise InputError(f"{cfg.source}: framework", exc.problem) from None
     fw.check_vendor(hw.name, hw.vendor, f"{cfg.source}: framework")  # the key that named it, not a flag
+    fw.check_model(spec, f"{cfg.source}: framework", hw.vendor)  # an engine without the model: no trace to judge
     prec = resolve_precision(spec, hw, cfg.weight_dtype, cfg.moe_weight_dtype, cfg.kv_dtype,
                              fields={k: f"{cfg.source}: {k}" for k in USER_FLAGS})
     notes = list(input_notes(spec, hw, prec))
