@@ -34,3 +34,18 @@ def test_the_profiles_offered_for_an_unserved_model_run_on_the_device(hardware: 
     assert res.exit_code == 2, res.output
     line = res.output.split("do not refuse it", 1)[1]
     assert offered in line and not_offered not in line, res.output
+
+
+def test_a_feature_refusing_model_types_names_the_knob_it_keeps_at_1() -> None:
+    """Feature.refused_model_types is read through the knob the feature sets (FrameworkProfile.refusing_feature):
+    on a feature without one (pipeline_parallel aside: pp_size) the list would refuse nothing, so the profile is
+    refused naming the field."""
+    from pydantic import ValidationError
+
+    from solver.specs.framework import FrameworkProfile, load_framework
+
+    data = load_framework("sglang").model_dump()
+    data["features"]["redundant_experts"]["refused_model_types"] = ["longcat_flash"]
+    with pytest.raises(ValidationError, match="features.redundant_experts.refused_model_types: set on a feature with "
+                                              "no knob"):
+        FrameworkProfile.model_validate(data)

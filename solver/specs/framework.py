@@ -389,6 +389,11 @@ class FrameworkProfile(BaseModel):
         for name, feature in self.features.items():
             if feature.knob is not None and feature.knob not in KNOBS:
                 raise FieldProblem(f"features.{name}.knob", f"{feature.knob!r} is not a knob ({', '.join(KNOBS)})")
+            if feature.refused_model_types and feature.knob is None and name != "pipeline_parallel":
+                # refusing_feature finds a refusal by the knob it would set: without one the list is read by nothing
+                raise FieldProblem(f"features.{name}.refused_model_types",
+                                   "set on a feature with no knob: name the knob it sets (features.NAME.knob), "
+                                   "whose value the refusal keeps at 1")
         if self.fitted_as is not None and self.fitted_as not in fitted_factors():
             raise FieldProblem("fitted_as", f"{self.fitted_as!r} has no fitted factors; fitted engines: "
                                             f"{', '.join(sorted(fitted_factors())) or 'none'}")
