@@ -49,3 +49,22 @@ def test_a_feature_refusing_model_types_names_the_knob_it_keeps_at_1() -> None:
     with pytest.raises(ValidationError, match="features.redundant_experts.refused_model_types: set on a feature with "
                                               "no knob"):
         FrameworkProfile.model_validate(data)
+
+
+def test_check_names_the_ranks_the_stage_domain_rule_judged_under_a_dp_major_engine(tmp_path: Path) -> None:
+    """B.pp_stage_whole_domains under vLLM's DP-major rank order judges one DP engine's share of a stage (16 ranks
+    of TP16 x PP3 x DP3 on 144 GB200), and `check`'s warning names those ranks, as its node warning does, not the
+    stage's 48."""
+    import json
+
+    import yaml
+
+    path = tmp_path / "pp3.yaml"
+    path.write_text(yaml.safe_dump({
+        "model": "llama-3.3-70b", "hardware": "gb200", "framework": "vllm", "world_size": 144,
+        "parallel_config": {"pp_size": 3, "attn_tp_size": 16, "dense_tp_size": 16, "embed_tp_size": 16,
+                            "lmhead_tp_size": 16},
+        "workload": {"isl": 4096, "osl": 256, "concurrency": 256}}))
+    warnings = json.loads(CliRunner().invoke(main, ["check", str(path), "--format", "json"]).stdout)["warnings"]["B"]
+    [said] = [w for w in warnings if "scale-up domains nor a part of one" in w]
+    assert said.startswith("each DP engine's share of a stage (16 ranks"), said

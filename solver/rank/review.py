@@ -9,8 +9,8 @@ from typing import Callable
 from solver.estimate.compute import factors_for
 from solver.estimate.memory_options import MemoryOptions
 from solver.estimate.serving import Estimate, Workload, estimate
-from solver.space.domains import (TP_KNOBS, cross_node_tp, pp_fits_domains, pp_fits_nodes, straddling_group,
-                                  tp_domain)
+from solver.space.domains import (TP_KNOBS, cross_node_tp, pp_fits_domains, pp_fits_nodes, stage_run,
+                                  straddling_group, tp_domain)
 from solver.space.placement import as_launched, placement_note
 from solver.rank.kv_split import decode_cp_note, kv_share_warning
 from solver.specs.framework import DP_MAJOR, FrameworkProfile
@@ -163,14 +163,15 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
         if L % pp:
             r.warnings["B"].append(f"{L} layers do not divide into pp_size {pp} stages: balanced stages of "
                                    f"{-(-L // pp)} and {L // pp} layers, the slowest sets the pace")
+        # the consecutive ranks the node and domain rules judge (space.domains.stage_run), named as such
+        ranks = stage_run(pc.world_size, pp, fw.rank_order, pc.attn_group_size)
+        run = (f"each DP engine's share of a stage ({ranks} ranks, the engine's rank order keeping an engine's "
+               "stages together)" if fw.rank_order == DP_MAJOR else f"a stage of {ranks} ranks")
         if not pp_fits_nodes(pc.world_size, pp, hw, fw.rank_order, pc.attn_group_size):
-            run = (f"each DP engine's share of a stage ({min(pc.stage_world, pc.attn_group_size)} ranks, the "
-                   "engine's rank order keeping an engine's stages together)"
-                   if fw.rank_order == DP_MAJOR else f"a stage of {pc.stage_world} ranks")
             r.warnings["B"].append(f"{run} is neither whole nodes nor a part of one ({hw.ranks_per_node} per node): "
                                    "stages share a node boundary")
         elif not pp_fits_domains(pc.world_size, pp, hw, fw.rank_order, pc.attn_group_size):
-            r.warnings["B"].append(f"a stage of {pc.stage_world} ranks is neither whole scale-up domains nor a part "
+            r.warnings["B"].append(f"{run} is neither whole scale-up domains nor a part "
                                    f"of one ({tp_domain(hw)} ranks each): a stage spans two domains, and its "
                                    "collectives cross the scale-out links the estimate prices at the domain's")
 
