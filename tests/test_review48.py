@@ -68,3 +68,14 @@ def test_check_names_the_ranks_the_stage_domain_rule_judged_under_a_dp_major_eng
     warnings = json.loads(CliRunner().invoke(main, ["check", str(path), "--format", "json"]).stdout)["warnings"]["B"]
     [said] = [w for w in warnings if "scale-up domains nor a part of one" in w]
     assert said.startswith("each DP engine's share of a stage (16 ranks"), said
+
+
+def test_a_pipeline_split_never_drops_layers_that_are_not_whole_blocks():
+    """model_rules.stage_sizes splits whole blocks of ModelSpec.stage_unit layers; a stack that is not whole
+    blocks is an internal contradiction, refused rather than split with its remainder left out."""
+    import pytest
+
+    from solver.specs.model_rules import stage_sizes
+    assert sum(stage_sizes(56, 8, 2)) == 56
+    with pytest.raises(ValueError):
+        stage_sizes(57, 8, 2)

@@ -11,6 +11,8 @@ def stage_sizes(num_layers: int, pp: int, unit: int = 1) -> tuple[int, ...]:
     """Layers per pipeline stage, balanced in whole units of `unit` layers (ModelSpec.stage_unit: the engines'
     decoder layers): the first (num_layers / unit) % pp stages hold one unit more (estimate.pipeline; the launch
     names this split where the engines' own would differ: launch.emit pp_layer_partition)."""
+    if num_layers % unit:  # the reader builds whole blocks (config.read): a remainder would drop layers unpriced
+        raise ValueError(f"{num_layers} layers are not whole blocks of {unit} (ModelSpec.stage_unit)")
     base, extra = divmod(num_layers // unit, pp)
     return tuple((base + (1 if i < extra else 0)) * unit for i in range(pp))
 
