@@ -67,3 +67,47 @@ def test_models_whose_files_build_the_copies_keep_them(engine: str) -> None:
     for model, r in (("deepseek-v3", 8), ("kimi-k2", 0), ("glm-5", 8), ("qwen3-235b-a22b", 16),
                      ("qwen3.5-122b-a10b", 8)):
         assert redundant_for(load_model(model), fw, 24) == r, model
+
+
+def _moe_activation(engine: str, moe_tp: int) -> float:
+    """LongCat-Flash's MoE activation term on 16 H200, a 512-token prefill chunk a replica, under `engine`'s
+    layout facts."""
+    from solver.estimate.activations import activation_terms
+    from solver.estimate.memory_options import framework_options
+
+    pc = ParallelConfig(world_size=16, moe_tp_size=moe_tp)
+    zero = framework_options(load_framework(engine)).zero_expert_picks_computed
+    return activation_terms(load_model("longcat-flash-chat"), pc, 512, 1, zero_picks=zero)["moe_tp_size"]
+
+
+def test_the_rank_holding_expert_0_holds_the_zero_picks_activations() -> None:
+    """SGLang runs every zero pick as expert 0 (zero_expert_picks_computed): under EP 16 its rank holds the EP
+    group's 16 x 512 tokens' 4 zero picks each beside its mean 1/16 of the 8 real ones (0.5 a token), so its MoE
+    intermediates grow 1 + 4 x 16 / 8 = 9 fold over the mean rank's; TensorRT-LLM (not read: no such fact) keeps
+    the mean."""
+    from solver.specs.layers.moe import MoE
+
+    moe = next(b for layer, _ in load_model("longcat-flash-chat").layer_groups for b in layer.blocks
+               if isinstance(b, MoE))
+    pc = ParallelConfig(world_size=16)
+    hot = _moe_activation("sglang", 1) - _moe_activation("trtllm", 1)
+    assert hot == pytest.approx(8 * moe.activation(pc, 512, 1), rel=1e-9)
+
+
+def test_under_moe_tp_alone_every_rank_holds_every_pick() -> None:
+    """MoE TP 16 (EP 1): every rank computes its slice of all 12 picks a token, 12 / 8 of the real ones."""
+    from solver.specs.layers.moe import MoE
+
+    moe = next(b for layer, _ in load_model("longcat-flash-chat").layer_groups for b in layer.blocks
+               if isinstance(b, MoE))
+    pc = ParallelConfig(world_size=16, moe_tp_size=16)
+    mean = moe.activation(pc, 512, 1)
+    assert mean + moe.hot_rank_activation(pc, 512) == pytest.approx(12 / 8 * mean, rel=1e-9)
+
+
+def test_a_model_without_zero_experts_has_no_hot_rank_term() -> None:
+    """DeepSeek-V3 routes to real experts only: nothing beside the mean."""
+    from solver.specs.layers.moe import MoE
+
+    moe = next(b for layer, _ in load_model("deepseek-v3").layer_groups for b in layer.blocks if isinstance(b, MoE))
+    assert moe.hot_rank_activation(ParallelConfig(world_size=16), 512) == 0.0
