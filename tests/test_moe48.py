@@ -111,3 +111,20 @@ def test_a_model_without_zero_experts_has_no_hot_rank_term() -> None:
 
     moe = next(b for layer, _ in load_model("deepseek-v3").layer_groups for b in layer.blocks if isinstance(b, MoE))
     assert moe.hot_rank_activation(ParallelConfig(world_size=16), 512) == 0.0
+
+
+def test_check_names_the_eplb_switch_a_pasted_command_leaves_out() -> None:
+    """A pasted SGLang command with --ep-num-redundant-experts and no --enable-eplb runs unused copies: check
+    refuses it in one line (exit 2) naming the switch the launch sets."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    cmd = ("python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --trust-remote-code --tp-size 24 "
+           "--attn-dp-size 24 --ep-size 24 --ep-num-redundant-experts 8 --moe-a2a-backend deepep "
+           "--moe-dense-tp-size 1 --enable-dp-lm-head --nnodes 3 --node-rank 0 --dist-init-addr 10.0.0.1:5000 "
+           "--max-running-requests 384 --chunked-prefill-size 8192 --context-length 5120")
+    res = CliRunner().invoke(main, ["check", "--command", cmd, "--hardware", "h200_sxm", "--model", "deepseek-v3",
+                                    "--cards", "24", "--isl", "4096", "--osl", "1024"])
+    assert res.exit_code == 2, res.output
+    assert "the command leaves --enable-eplb out" in res.output
