@@ -15,7 +15,7 @@ from solver.specs.parallel import ParallelConfig
 
 def activation_terms(model: ModelSpec, pc: ParallelConfig, tokens: float, sequences: float,
                      kvp_splits_weights: bool = False, keys: float | None = None,
-                     logits_max_bytes: float | None = None) -> dict[str, float]:
+                     logits_max_bytes: float | None = None, zero_picks: bool = False) -> dict[str, float]:
     """Peak transient bytes of one forward over `tokens` tokens of one attention replica, by the knob that sizes
     each part (Block.activation_knob; the logits: lmhead_tp_size): the residual stream plus the largest
     intermediate of those blocks. Layers run one after another, so the peak is the largest term
@@ -23,14 +23,15 @@ def activation_terms(model: ModelSpec, pc: ParallelConfig, tokens: float, sequen
     `kvp_splits_weights`: the engine's KVP layout (the heads of the mixers KVP does not split: base.heads_split).
     `keys`: the keys each query scores on this rank in a block's scratch (Block.scratch: an indexer's logits; None:
     the forward's own tokens), its logits bounded by the engine's `logits_max_bytes`
-    (MemoryOptions.indexer_logits_max_bytes)."""
+    (MemoryOptions.indexer_logits_max_bytes). `zero_picks`: the engine runs zero-expert picks as expert 0
+    (MemoryOptions.zero_expert_picks_computed), whose rank holds their activations (Block.hot_rank_activation)."""
     return _terms(model, pc, tokens, sequences, None, kvp_splits_weights,
-                  tokens if keys is None else keys, logits_max_bytes)
+                  tokens if keys is None else keys, logits_max_bytes, zero_picks)
 
 
 def _terms(model: ModelSpec, pc: ParallelConfig, tokens: float, sequences: float,
            knobs: frozenset[str] | tuple[str, ...] | None, kvp_splits_weights: bool, keys: float,
-           logits_max_bytes: float | None) -> dict[str, float]:
+           logits_max_bytes: float | None, zero_picks: bool = False) -> dict[str, float]:
     """activation_terms, only the terms of `knobs` (None: all): the same blocks in the same order, the others
     not evaluated (the planner's memory rows ask for one group's terms per choice)."""
     a, group = pc.attn_tp_size, pc.attn_tp_group(kvp_splits_weights)
@@ -46,6 +47,8 @@ def _terms(model: ModelSpec, pc: ParallelConfig, tokens: float, sequences: float
             if knobs is None or k in knobs:
                 held = b.activation(pc, tokens, heads_split(b, a, group)) + b.scratch(pc, tokens, keys,
                                                                                        logits_max_bytes)
+                if zero_picks:  # the busiest rank's: the one holding expert 0 (the step costs pace it too)
+                    held += b.hot_rank_activation(pc, tokens)
                 largest[k] = max(largest.get(k, 0.0), held)
     if knobs is None or "lmhead_tp_size" in knobs:
         logits = max(sequences, 1.0) * model.vocab_size / pc.lmhead_tp_size * 4
@@ -92,13 +95,14 @@ def _peak_terms(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_l
     # the keys a query scores: at prefill the chunk's gathered keys, its prompt up to the chunk's end (the last
     # chunk's: the whole prompt) or, where the chunk packs several prompts, theirs together (one ragged matrix);
     # at decode each sequence's own context
+    zero = opts.zero_expert_picks_computed
     pre = _terms(model, pc, chunk, max(1.0, chunk / prompt), knobs, kvp_layout, max(prompt, chunk) / key_shards,
-                 cap)
+                 cap, zero)
     # a decode step runs each sequence's token and its draft tokens (MTP: 1 + drafts rows, each scored and
     # given logits); the engine's prefill bound may not hold there (MemoryOptions.indexer_decode_logits_unbounded)
     rows = seqs * (1 + opts.decode_drafts)
     dec = _terms(model, pc, rows, rows, knobs, kvp_layout, max(seq_len, 1) / key_shards,
-                 decode_logits_bound(model, pc, opts))
+                 decode_logits_bound(model, pc, opts), zero)
     return {k: max(pre.get(k, 0.0), dec.get(k, 0.0)) for k in pre.keys() | dec.keys()}
 
 

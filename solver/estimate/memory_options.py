@@ -76,6 +76,9 @@ class MemoryOptions:
     # draft tokens a decode step verifies per sequence beside its own (MTP depth; memory_per_rank sets it from its
     # mtp_layers): the decode step's rows
     decode_drafts: int = 0
+    # the engine's zero-expert routing (FrameworkProfile.zero_expert_picks_computed): every zero pick runs as expert 0,
+    # so the rank holding it holds their activations too (layers.moe.MoE.hot_rank_activation)
+    zero_expert_picks_computed: bool = False
 
     def chunk_tokens(self, synced: int, replica_batch: int = 1) -> int:
         """Tokens of one prefill forward of an attention replica holding `replica_batch` requests, where `synced`
@@ -107,7 +110,7 @@ class MemoryOptions:
 # MemoryOptions (the profile's YAML, the step costs, the memory side)
 MEMORY_LAYOUT = ("kvp_splits_attention_weights", "cp_replicates_kv_cache", "indexer_keys_unquantised",
                  "kvp_replicates_indexer_keys", "indexer_decode_logits_unbounded", "cp_decode_repeats_batch",
-                 "cp_decode_shards_kv")
+                 "cp_decode_shards_kv", "zero_expert_picks_computed")
 # the engine's amounts a memory estimate reads, the same way (None where the engine sets none)
 MEMORY_AMOUNTS = ("indexer_logits_max_bytes", "indexer_decode_logits_bound", "hybrid_state", "kv_blocks")
 

@@ -219,6 +219,7 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
     matches: list[tuple[int, dict[str, int]]] = []
     refused: list[str] = []  # why the launch of a configuration that prints the flags is refused
     unset: set[Slot] = set()  # document keys a configuration prints that the command's document leaves out
+    left_out: set[Slot] = set()  # flags a configuration prints beside the command's own that the command leaves out
     for world in worlds:
         scenario = Scenario(concurrency=concurrency or world, mtp=mtp_read)
         batch = concurrency or world
@@ -236,6 +237,10 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
                 # a key the document leaves out is the engine's default, which the profile does not record
                 if all(s[0] == "doc" and s not in user.values and s not in default for s in differ):
                     unset.update(differ)
+                # a switch the configuration needs beside the flags given (SGLang's --enable-eplb with redundant
+                # experts): named, not a bare "no configuration"
+                elif all(s[0] == "flag" and s not in user.values for s in differ):
+                    left_out.update(differ)
                 continue
             try:  # as its pool's worker where the command names its role: the transfer's rules for that role apply
                 emit_launch(fw, spec, hw, pc, inputs, phase, pool_stand_in(fw, phase, pc))
@@ -254,6 +259,9 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
             keys = ", ".join(sorted(slot_name(s, fw) for s in unset))
             why = (f"; the command leaves {keys} out, which {fw.name}'s launch sets for the configurations these "
                    "flags fit, and the profile records no default for them: write them")
+        elif left_out and not refused:
+            keys = ", ".join(sorted(slot_name(s, fw) for s in left_out))
+            why = f"; the command leaves {keys} out, which {fw.name}'s launch sets for the configurations these flags fit"
         raise InputError("--command", f"{shown}: no configuration {fw.name} admits for {spec.name} on {hw.name} at "
                                       f"{at} prints these parallel flags{why}")
     matches = _distinct(matches)

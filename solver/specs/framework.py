@@ -414,10 +414,11 @@ class FrameworkProfile(BaseModel):
         return feature is not None and feature.supported
 
     def refusing_feature(self, knob: str, model_type: str) -> str | None:
-        """The feature setting `knob` (pipeline_parallel: pp_size; else its Feature.knob) that the engine refuses
-        for this model type (Feature.refused_model_types), or None."""
+        """The feature setting `knob` (pipeline_parallel: pp_size; redundant_experts: the setting of its name; else
+        its Feature.knob) that the engine refuses for this model type (Feature.refused_model_types), or None."""
+        named = {"pipeline_parallel": "pp_size", "redundant_experts": "redundant_experts"}
         for name, feature in self.features.items():
-            if (feature.knob or ("pp_size" if name == "pipeline_parallel" else None)) == knob \
+            if (feature.knob or named.get(name)) == knob \
                     and model_type in feature.refused_model_types:
                 return name
         return None

@@ -246,6 +246,11 @@ class Block(ABC):
     def activation(self, pc: Any, tokens: float, split: int) -> float:
         return 0.0
 
+    def hot_rank_activation(self, pc: Any, tokens: float) -> float:
+        """Transient bytes beside `activation` on the rank the engine sends a routed expert's extra work to (the
+        zero-expert picks run as expert 0: MoE); none for most blocks."""
+        return 0.0
+
     def scratch(self, pc: Any, tokens: float, keys: float, logits_max_bytes: float | None) -> float:
         """Transient bytes beside `activation` that grow with the `keys` each of the forward's queries scores (a
         sparse-attention indexer's logits, dsa.Indexer.logits_scratch), bounded by the engine's

@@ -300,6 +300,21 @@ class MoE(Block):
         return out
 
     def activation(self, pc, tokens: float, split: int) -> float:
-        u = tokens * pc.attn_replicas / pc.world_size
-        pairs = u * self.real_topk * pc.moe_tp_size  # token-expert pairs landing on a rank
-        return pairs * (self.expert_width + (2 if self.gated else 1) * self.inter / pc.moe_tp_size) * ACT_BYTES
+        return self._mean_pairs(pc, tokens) * self._pair_bytes(pc)
+
+    def hot_rank_activation(self, pc, tokens: float) -> float:
+        """The zero picks' pairs on the rank holding expert 0, where the engine runs them there (picks_sent): every
+        token's topk - real_topk of them, the EP group's tokens (ep x a rank's mean of real pairs / real_topk);
+        under MoE TP alone (EP 1) every rank holds every token's."""
+        if not self.zero_experts:
+            return 0.0
+        tokens_routed = self._mean_pairs(pc, tokens) / self.real_topk * pc.moe_ep_size
+        return tokens_routed * (self.topk - self.real_topk) * self._pair_bytes(pc)
+
+    def _mean_pairs(self, pc, tokens: float) -> float:
+        """Token-expert pairs of real experts landing on a rank, on average."""
+        return tokens * pc.attn_replicas / pc.world_size * self.real_topk * pc.moe_tp_size
+
+    def _pair_bytes(self, pc) -> float:
+        """A pair's input row and its gate / up intermediates (their 1/moe_tp slice)."""
+        return (self.expert_width + (2 if self.gated else 1) * self.inter / pc.moe_tp_size) * ACT_BYTES
