@@ -38,17 +38,20 @@ def test_the_profiles_offered_for_an_unserved_model_run_on_the_device(hardware: 
 
 def test_a_feature_refusing_model_types_names_the_knob_it_keeps_at_1() -> None:
     """Feature.refused_model_types is read through the knob the feature sets (FrameworkProfile.refusing_feature):
-    on a feature without one (pipeline_parallel aside: pp_size) the list would refuse nothing, so the profile is
-    refused naming the field."""
+    on a feature without one (those FEATURE_KNOBS names aside: pipeline_parallel's pp_size, redundant_experts) the
+    list would refuse nothing, so the profile is refused naming the field."""
     from pydantic import ValidationError
 
     from solver.specs.framework import FrameworkProfile, load_framework
 
-    data = load_framework("sglang").model_dump()
-    data["features"]["redundant_experts"]["refused_model_types"] = ["longcat_flash"]
-    with pytest.raises(ValidationError, match="features.redundant_experts.refused_model_types: set on a feature with "
-                                              "no knob"):
+    data = load_framework("cann-recipes").model_dump()
+    data["features"]["attention_ffn_disaggregation"]["refused_model_types"] = ["longcat_flash"]
+    with pytest.raises(ValidationError, match="features.attention_ffn_disaggregation.refused_model_types: set on a "
+                                              "feature with no knob"):
         FrameworkProfile.model_validate(data)
+    data = load_framework("sglang").model_dump()  # redundant_experts sets the knob of its name: read, so kept
+    data["features"]["redundant_experts"]["refused_model_types"] = ["longcat_flash"]
+    FrameworkProfile.model_validate(data)
 
 
 def test_check_names_the_ranks_the_stage_domain_rule_judged_under_a_dp_major_engine(tmp_path: Path) -> None:

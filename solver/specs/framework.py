@@ -175,6 +175,11 @@ class MaxContext(BaseModel):
                         "'unsourced: ...'")
 
 
+# the knob a feature without its own `knob` field sets, by the feature's name: a refusal
+# (Feature.refused_model_types) keeps that knob at its neutral value
+FEATURE_KNOBS = {"pipeline_parallel": "pp_size", "redundant_experts": "redundant_experts"}
+
+
 class FrameworkProfile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
@@ -389,7 +394,7 @@ class FrameworkProfile(BaseModel):
         for name, feature in self.features.items():
             if feature.knob is not None and feature.knob not in KNOBS:
                 raise FieldProblem(f"features.{name}.knob", f"{feature.knob!r} is not a knob ({', '.join(KNOBS)})")
-            if feature.refused_model_types and feature.knob is None and name != "pipeline_parallel":
+            if feature.refused_model_types and feature.knob is None and name not in FEATURE_KNOBS:
                 # refusing_feature finds a refusal by the knob it would set: without one the list is read by nothing
                 raise FieldProblem(f"features.{name}.refused_model_types",
                                    "set on a feature with no knob: name the knob it sets (features.NAME.knob), "
@@ -416,9 +421,8 @@ class FrameworkProfile(BaseModel):
     def refusing_feature(self, knob: str, model_type: str) -> str | None:
         """The feature setting `knob` (pipeline_parallel: pp_size; redundant_experts: the setting of its name; else
         its Feature.knob) that the engine refuses for this model type (Feature.refused_model_types), or None."""
-        named = {"pipeline_parallel": "pp_size", "redundant_experts": "redundant_experts"}
         for name, feature in self.features.items():
-            if (feature.knob or named.get(name)) == knob \
+            if (feature.knob or FEATURE_KNOBS.get(name)) == knob \
                     and model_type in feature.refused_model_types:
                 return name
         return None
