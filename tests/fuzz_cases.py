@@ -123,6 +123,8 @@ class Fixtures:
     vllm_wide_solves: list[tuple[str, str]] | None = None  # solve --framework vllm past a node (path, why), lazily
     launch_scripts: list[tuple[str, str, str]] | None = None  # solve --format launch (text, model, hardware), lazily
     device_texts: list[tuple[str, str, str]] | None = None  # a user's device file edited by hand (stop 48), lazily
+    factors_files: list[tuple[str, str, str]] | None = None  # --factors files, written and edited (stop 48), lazily
+    fit_csvs: list[tuple[str, str, str]] | None = None  # calibrate --from-csv ROWS --fit rows, edited (stop 48), lazily
 
 
 def _dump_yaml(path: Path, data: Any) -> str:
@@ -2158,11 +2160,160 @@ def unmet_cases(draw) -> Case:
     return Case(c.cmd, c.argv, c.label, c.family, c.why, slow=True, unmet=True)
 
 
+# ------------------------------------------------------------------ stop 48's merged inputs (fuzz48b)
+
+FIT_ROWS = REPO / "docs" / "examples" / "vllm-h100-rows-a.csv"
+
+
+def _factors_files(fx: Fixtures) -> list[tuple[str, str, str]]:
+    """`--factors FILE` as a user writes or edits it (calibrate/factors_file.py: {factors: {framework: {hardware:
+    {factor: value}}}}, each factor within rows.BOUNDS, strict numbers as every other spec file reads them)."""
+    if fx.factors_files is None:
+        pair = "factors:\n  vllm:\n    h100_sxm: {%s}\n"
+        texts = [
+            (pair % "gemm: 0.95, hbm: 0.9", "valid", "a vllm x h100_sxm pair"),
+            (pair % "gemm: 1", "valid", "gemm 1 (an integer)"),
+            ((REPO / "solver" / "frameworks" / "fitted" / "factors.yaml").read_text(), "valid", "the shipped fit"),
+            ("factors:\n  sglang:\n    h200_sxm: {hbm: 0.9}\n", "valid", "a pair the command may not price"),
+            (pair % "gemm: 5", "invalid", "gemm 5, past its bound"),
+            (pair % "gemm: -0.1", "invalid", "gemm negative"),
+            (pair % "gemm: .nan", "invalid", "gemm nan"),
+            (pair % "gemn: 0.9", "invalid", "gemn misspelt"),
+            (pair % "gemm: true", "invalid", "gemm true"),
+            (pair % 'gemm: "0.9"', "invalid", "gemm a quoted number"),
+            (pair % "gemm: 0.9, gemm: 0.8", "invalid", "gemm given twice"),
+            (pair % "", "invalid", "a pair that sets no factor"),
+            ("factors:\n  nope:\n    h100_sxm: {gemm: 0.9}\n", "invalid", "a framework that does not exist"),
+            ("factors: {}\n", "invalid", "no pair"),
+            ("factor:\n  vllm:\n    h100_sxm: {gemm: 0.9}\n", "invalid", "the top key misspelt"),
+            ("- gemm: 0.9\n", "invalid", "a list"),
+            ((pair % "gemm: 0.95, hbm: 0.9")[:30], "invalid", "truncated"),
+            ("", "invalid", "empty"),
+        ]
+        out = []
+        for i, (t, label, why) in enumerate(texts):
+            p = fx.folder / f"factors48-{i}.yaml"
+            p.write_text(t)
+            out.append((str(p), label, why))
+        out.append((str(fx.folder / "no-such-factors.yaml"), "invalid", "a file that does not exist"))
+        out.append((str(fx.folder), "invalid", "a folder"))
+        fx.factors_files = out
+    return fx.factors_files
+
+
+@st.composite
+def factors_cases(draw, fx: Fixtures) -> Case:
+    """`--factors FILE` on estimate (its --help: the file's pairs replace the shipped fit), under the generic, vllm
+    or sglang profile; `memory` takes none (no memory figure reads a fitted factor)."""
+    which = draw(st.sampled_from(["estimate", "estimate", "estimate", "memory"]))
+    b = _Builder(which, draw)
+    _quick_base(draw, b)
+    if which == "estimate":
+        b.add(["--framework", draw(st.sampled_from(["generic", "vllm", "sglang"]))], "valid")
+    path, label, why = b.file(draw, _factors_files(fx))
+    if which == "memory":
+        label, why = "invalid", "memory takes no --factors"
+    b.add(["--factors", path], label, why, "file")
+    return b.case()
+
+
+def _fit_csvs(fx: Fixtures) -> list[tuple[str, str, str]]:
+    """Measured rows for `calibrate --from-csv ROWS --fit OUT` (docs/examples/vllm-h100-rows-a.csv and edits)."""
+    if fx.fit_csvs is None:
+        lines = FIT_ROWS.read_text().splitlines()
+        head, rows = lines[0], lines[1:]
+        col = head.split(",")
+
+        def edit(row: str, name: str, value: str) -> str:
+            cells = row.split(",")
+            cells[col.index(name)] = value
+            return ",".join(cells)
+
+        texts = [
+            ("\n".join(lines) + "\n", "valid", "19 measured rows"),
+            (f"{head}\n{rows[0]}\n", "valid", "one row"),
+            (f"{head}\n", "invalid", "a header, no row"),
+            (f"{head}\n{edit(rows[0], 'backend', 'nope')}\n", "invalid", "a framework that does not exist"),
+            (f"{head}\n{edit(rows[0], 'ttft_ms', '-5')}\n", "invalid", "a negative TTFT"),
+            (f"{head}\n{edit(rows[0], 'tpot_ms', 'nan')}\n", "invalid", "a nan TPOT"),
+            (f"{head}\n{edit(rows[0], 'tpot_ms', '')}\n", "invalid", "no TPOT"),
+            (head.replace(",ttft_ms", "") + "\n" + "\n".join(",".join(r.split(",")[:-2] + r.split(",")[-1:])
+                                                             for r in rows[:3]) + "\n", "invalid", "no ttft_ms column"),
+        ]
+        out = []
+        for i, (t, label, why) in enumerate(texts):
+            p = fx.folder / f"fitrows48-{i}.csv"
+            p.write_text(t)
+            out.append((str(p), label, why))
+        fx.fit_csvs = out
+    return fx.fit_csvs
+
+
+@st.composite
+def calibrate_fit_cases(draw, fx: Fixtures) -> Case:
+    """`calibrate --from-csv ROWS.csv --fit OUT.yaml` (calibrate --help): each flag needs the other, a TRACE beside
+    them is refused, OUT goes to an existing folder with a YAML extension."""
+    b = _Builder("calibrate", draw)
+    path, label, why = b.file(draw, _fit_csvs(fx))
+    b.add(["--from-csv", path], label, why, "file")
+    out = fx.folder / f"fit48-{draw(st.integers(0, 9))}.yaml"
+    shape = "fit" if b.clean else draw(st.sampled_from(["fit", "fit", "none", "nofolder", "noext", "trace"]))
+    if shape == "fit":
+        b.add(["--fit", str(out)], "valid")
+    elif shape == "none":
+        b.add([], "invalid", "--from-csv without --fit")
+    elif shape == "nofolder":
+        b.add(["--fit", str(fx.folder / "no-such-folder" / "f.yaml")], "invalid", "--fit into a missing folder")
+    elif shape == "noext":
+        b.add(["--fit", str(fx.folder / "fit48")], "invalid", "--fit without an extension")
+    else:
+        b.argv.insert(1, fx.traces[0][0])
+        b.add(["--fit", str(out)], "invalid", "a TRACE beside --from-csv")
+    if draw(st.floats(0, 1)) < 0.2:
+        b.opt(draw, "--format", "format", 0.3)
+    return b.case()
+
+
+# (model, framework, options, label, why): models an engine refuses by model type (the profile's
+# unserved_model_types; features.pipeline_parallel.refused_model_types), and --mtp on a model without MTP layers
+REFUSED_MODELS = [
+    ("minimax-m1", "vllm", [], "invalid", "vllm serves no minimax_m1"),
+    ("minimax-m1", "sglang", [], "invalid", "sglang serves no minimax_m1"),
+    ("minimax-m1", "generic", [], "valid", "minimax_m1 under generic"),
+    ("longcat-flash", "sglang", ["--pp", "2"], "invalid", "sglang runs no PP for longcat_flash"),
+    ("longcat-flash", "sglang", ["--pp", "1"], "valid", "longcat_flash without PP"),
+    ("mimo-7b", "sglang", ["--pp", "2"], "invalid", "sglang runs no PP for mimo"),
+    ("mimo-7b", "vllm", ["--pp", "2"], "valid", "vllm runs PP for mimo"),
+    ("qwen3-8b", "generic", ["--mtp", "1"], "invalid", "--mtp 1 on a model without MTP layers"),
+    ("llama-3.1-8b", "vllm", ["--mtp", "2"], "invalid", "--mtp 2 on a model without MTP layers"),
+]
+
+
+@st.composite
+def refused_model_cases(draw) -> Case:
+    """`estimate` (quick) or `solve` (slow) of a model an engine refuses by type, or with --pp / --mtp the model or
+    engine cannot run: one error line naming the option, exit 2."""
+    model, fw, opts, label, why = draw(st.sampled_from(REFUSED_MODELS))
+    cmd = draw(st.sampled_from(["estimate", "estimate", "estimate", "solve"]))
+    b = _Builder(cmd, draw)
+    if cmd == "solve":  # solve takes no --pp (its search picks PP): the model under the engine alone
+        if "--pp" in opts:
+            opts, label, why = [], "valid", why + " (no --pp: valid)"
+        b.add([model, "--hardware", "h200_sxm", "--cards", "16" if model == "longcat-flash" else "8", "--framework", fw,
+               "--isl", "1024", "--osl", "128", "--max-concurrency", "16", "--time-limit", "2", *opts], label, why)
+        return b.case(slow=True)
+    cards = "16" if model == "longcat-flash" else "8"
+    b.add([model, "--hardware", "h200_sxm", "--cards", cards, "--framework", fw, "--isl", "1024", "--osl", "128",
+           "--concurrency", "8", *opts], label, why)
+    return b.case()
+
+
 # A long run's cases by strategy group, in the order benchmarks/fuzz.py draws them: (group, share, seed offset,
 # batch share). Each group's cases are a prefix of what it drew when it was last "new" or the whole run: "old" in
 # batches of the whole run (its first 40% are the first 40% it drew at 70%), "s45" and "s46" (stop 45's and 46's) in
 # batches of 30% of the run under the seed offsets they were drawn with then; "s47" (stop 47's) and "new" (stop 48's:
-# repeated options, numbers spelt at their type's edges, a user's device file, requests no plan meets) after them.
+# repeated options, numbers spelt at their type's edges, a user's device file, requests no plan meets; the merged
+# stop's --factors files, calibrate --from-csv --fit, models an engine refuses by type) after them.
 GROUPS = (("old", 0.35, 0, 1.0), ("s45", 0.1, 500, 0.3), ("s46", 0.15, 700, 0.3), ("s47", 0.2, 900, 0.3),
           ("new", 0.2, 1100, 0.2))
 
@@ -2187,7 +2338,8 @@ def cases(fx: Fixtures, fast: bool = False, only: str | None = None, group: str 
            "multinode_launch": multinode_launch_cases(fx)}
     s47 = {"command_check": command_check_cases(fx), "pp_stage": pp_stage_cases()}
     new = {"repeats": repeats_cases(fx), "spelt_numbers": spelt_numbers_cases(), "device_file": device_file_cases(fx),
-           "unmet": unmet_cases()}
+           "unmet": unmet_cases(), "factors": factors_cases(fx), "calibrate_fit": calibrate_fit_cases(fx),
+           "refused_model": refused_model_cases()}
     strategies_all = {**strategies, **s45, **s46, **s47, **new}
     if only is not None and only not in strategies_all:
         raise ValueError(f"unknown strategy {only!r} (known: {', '.join(strategies_all)})")
