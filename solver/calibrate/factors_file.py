@@ -16,9 +16,10 @@ from solver.specs.fitted import Factors, UserFactors
 PAIR_KEYS = (*PARAMS, *FRAMEWORK_PARAMS, *GLOBAL_PARAMS)
 
 # one (framework, hardware) pair: each factor optional, within the fit's bounds (rows.BOUNDS: physically plausible
-# ranges; a value outside one is a hand edit the fit could not have written)
+# ranges; a value outside one is a hand edit the fit could not have written); strict as every spec file is
+# (specs/hardware.py): `gemm: true` or `gemm: "0.9"` is refused, not read as 1.0 / 0.9
 PairFactors = create_model(  # type: ignore[call-overload]
-    "PairFactors", __config__=ConfigDict(extra="forbid", strict=False),
+    "PairFactors", __config__=ConfigDict(extra="forbid", strict=True),
     **{k: (Optional[float], Field(None, ge=BOUNDS[k][0], le=BOUNDS[k][1], allow_inf_nan=False)) for k in PAIR_KEYS},
 )
 
@@ -48,7 +49,10 @@ def load_factors_file(path: str, flag: str = "--factors") -> dict[str, dict[str,
     model = validate_model(FactorsFile, data, f"{flag} {path}")
     if not any(model.factors.values()):
         raise InputError(f"{flag} {path}: factors", "holds no (framework, hardware) pair")
-    for fw in model.factors:
+    for fw, pairs in model.factors.items():
+        for hw, pair in pairs.items():  # an empty pair would be named "priced" while the shipped fit priced it
+            if not pair.model_dump(exclude_none=True):
+                raise InputError(f"{flag} {path}: factors.{fw}.{hw}", "sets no factor")
         try:
             load_framework(fw)
         except InputError as exc:
