@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from solver.errors import InfeasibleError
+from solver.errors import InfeasibleError, three_figures
 from solver.estimate.disagg import DisaggEstimate, workers_to_match
 from solver.plan.disagg import MAX_EVALUATED, _Pair, _concurrency, _pairs, sla_misses, ttft_order
 from solver.plan.disagg_pools import cards_for, phase_framework, phase_scenario
@@ -164,7 +164,8 @@ _SLA_FIELDS = {"SLA.ttft": "ttft_ms", "SLA.tpot": "tpot_ms"}
 def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> str | None:
     """Relax the binding SLAs, and how far: the lowest value of each one's figure over the deployments evaluated
     with those SLAs set aside (pools planned without them, pairs taken in order of the figure's estimate without
-    queueing), so the floor is the same whatever value of the SLA was given. None when no SLA binds."""
+    queueing), so the floor is the same whatever value of the SLA was given. None when no SLA binds, or when no
+    deployment evaluated fits with them set aside (memory binds too: relaxing them alone is no remedy)."""
     slas = [b for b in binding if b in _SLA_FIELDS]
     if not slas:
         return None
@@ -186,10 +187,14 @@ def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> str | Non
             if not sla_misses(estimates[i], relaxed):  # fits memory and meets the SLAs kept
                 fitting.append(estimates[i])
         if fitting:
-            lows.append(f"the lowest {name} is {min(getattr(e, attr) for e in fitting) * 1e3:.3g} ms")
+            # rounded up: the figure is the cap to pass (--tpot-ms 15.9 misses a lowest TPOT of 15.94 ms)
+            low = three_figures(min(getattr(e, attr) for e in fitting) * 1e3, up=True)
+            lows.append(f"the lowest {name} is {low} ms")
+    if not lows:  # no deployment evaluated fits with the SLAs set aside: relaxing them is no remedy alone
+        return None
     aside = "them" if len(slas) > 1 else "it"
     return relax_slas(slas) + (f": with {aside} set aside, of the {len(estimates)} deployments evaluated "
-                               f"{' and '.join(lows)}" if lows else "")
+                               f"{' and '.join(lows)}")
 
 
 def _memory_remedies(job: "_Job", scenario: Scenario, smallest: dict[str, int | None], missing: list[str]

@@ -1,0 +1,86 @@
+"""Every remedy the CLI names, applied, works (benchmarks/remedies.py runs them at random; these are its findings,
+one hand-written case per remedy fixed): the value a remedy quotes passes when given back as the flag, and a remedy
+checked with something set aside says what it set aside."""
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from solver.cli.main import main as cli
+from solver.errors import three_figures
+
+
+def _run(*argv: str) -> tuple[int, str]:
+    res = CliRunner(env={"COLUMNS": "400"}).invoke(cli, list(argv), catch_exceptions=False)
+    return res.exit_code, res.stderr
+
+
+def _with(argv: tuple[str, ...], flag: str, value: str | None) -> tuple[str, ...]:
+    """argv with `flag` set to `value` (None: dropped), appended where absent."""
+    out, skip = [], False
+    for i, a in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if a == flag:
+            skip = True
+            continue
+        out.append(a)
+    return tuple(out) + ((flag, value) if value is not None else ())
+
+
+@pytest.mark.parametrize("value", [33.14, 33.1, 478.65, 4424.0, 0.01234, 999.6, 15.94, 100.0, 1234567.0])
+def test_a_figure_rounded_up_to_three_figures_is_never_below_it_and_one_step_less_is(value: float) -> None:
+    shown = float(three_figures(value, up=True).replace(",", ""))
+    step = 10.0 ** (math.floor(math.log10(shown)) - 2)
+    assert shown >= value and shown - step < value * (1 - 1e-12)
+
+
+def test_the_fastest_configuration_an_sla_remedy_quotes_passes_at_the_figures_quoted() -> None:
+    """Llama-3.1-70B on 2 H100 under TTFT 50 ms / TPOT 5 ms: the remedy quoted TPOT 33.1 ms for a TPOT of 33.14 ms,
+    and --tpot-ms 33.1 was still refused; the figures are now rounded up (33.2), so the SLA as quoted is met."""
+    argv = ("solve", "llama-3.1-70b", "--hardware", "h100_sxm", "--cards", "2", "--ttft-ms", "50", "--tpot-ms", "5")
+    code, err = _run(*argv)
+    m = re.search(r"shows TPOT ([\d.]+) ms, TTFT ([\d,]+) ms", err)
+    assert code == 1 and m, err
+    assert m.group(1) == "33.2"
+    fixed = _with(_with(argv, "--tpot-ms", m.group(1)), "--ttft-ms", m.group(2).replace(",", ""))
+    assert _run(*fixed)[0] == 0
+
+
+def test_an_sla_remedy_names_the_smallest_concurrency_that_has_a_configuration_once_the_sla_is_set_aside() -> None:
+    """Qwen3-235B on 16 Atlas A2 under cann-recipes, TTFT 150 ms: the smallest concurrency has no configuration
+    (cann-recipes' batch rules), and the remedy was a bare 'relax --ttft-ms'; it now reads the next concurrency's
+    fastest configuration, whose TTFT passes as the SLA."""
+    argv = ("solve", "qwen3-235b-a22b", "--hardware", "atlas_a2", "--cards", "16", "--framework", "cann-recipes",
+            "--ttft-ms", "150", "--time-limit", "3")
+    code, err = _run(*argv)
+    m = re.search(r"relax --ttft-ms: the fastest configuration at concurrency (\d+) .* shows TTFT ([\d,]+) ms", err)
+    assert code == 1 and m, err
+    assert _run(*_with(argv, "--ttft-ms", m.group(2).replace(",", "")))[0] == 0
+
+
+def test_a_disaggregated_sla_floor_passes_as_the_sla_quoted() -> None:
+    """Gemma-3-4B disaggregated on 2 GB200, TTFT 30 ms: the floor was printed with :.3g (rounded either way, and in
+    exponent form past 999); --ttft-ms at the floor as printed is now met."""
+    argv = ("solve", "gemma-3-4b", "--hardware", "gb200", "--framework", "trtllm", "--cards", "2", "--serving",
+            "disagg", "--isl", "8192", "--osl", "1024", "--ttft-ms", "30", "--time-limit", "3")
+    code, err = _run(*argv)
+    m = re.search(r"the lowest TTFT is ([\d,.]+) ms", err)
+    assert code == 1 and m, err
+    assert _run(*_with(argv, "--ttft-ms", m.group(1).replace(",", "")))[0] == 0
+
+
+def test_a_disaggregated_sla_is_not_offered_alone_where_no_deployment_fits_with_it_set_aside() -> None:
+    """Mixtral-8x22B disaggregated on 4 L40S under TTFT 800 / TPOT 40 ms: memory binds every worker, and the
+    remedy listed 'relax --ttft-ms' beside the cards, though nothing fits with it relaxed; it now lists what fits."""
+    argv = ("solve", "mixtral-8x22b", "--hardware", "l40s", "--framework", "vllm", "--cards", "4", "--serving",
+            "disagg", "--isl", "32768", "--osl", "512", "--ttft-ms", "800", "--tpot-ms", "40", "--time-limit", "3")
+    code, err = _run(*argv)
+    assert code == 1 and "relax --" not in err, err
+    m = re.search(r"(\d+) cards in total \([^:]*: the planner found a configuration for each, SLAs aside\)", err)
+    assert m, err
+    assert _run(*_with(_with(_with(argv, "--cards", m.group(1)), "--ttft-ms", None), "--tpot-ms", None))[0] == 0
