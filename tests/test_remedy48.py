@@ -74,6 +74,32 @@ def test_a_disaggregated_sla_floor_passes_as_the_sla_quoted() -> None:
     assert _run(*_with(argv, "--ttft-ms", m.group(1).replace(",", "")))[0] == 0
 
 
+def test_a_memory_remedy_checked_with_the_slas_set_aside_says_so_and_works_without_them() -> None:
+    """EXAONE-4.0-32B on 1 A100 at ISL 500,000 under TTFT 30 / TPOT 12 ms: '--isl 238443 or shorter (...; the
+    planner found a configuration there)' was checked without the SLAs, and with them it still failed; the line
+    now says 'SLAs aside', and so applied (the SLAs dropped) it plans."""
+    argv = ("solve", "exaone-4.0-32b", "--hardware", "a100_sxm", "--cards", "1", "--framework", "trtllm", "--isl",
+            "500000", "--osl", "256", "--ttft-ms", "30", "--tpot-ms", "12", "--time-limit", "3")
+    code, err = _run(*argv)
+    m = re.search(r"--isl (\d+) or shorter \([^()]*the planner found a configuration there, SLAs aside\)", err)
+    assert code == 1 and m, err
+    assert _run(*_with(_with(_with(argv, "--isl", m.group(1)), "--ttft-ms", None), "--tpot-ms", None))[0] == 0
+
+
+def test_a_smaller_concurrency_is_offered_with_the_most_requests_the_cards_hold_and_only_where_one_fits() -> None:
+    """'a smaller --concurrency' was offered wherever --concurrency was given, even where the weights alone exceed
+    the cards (DeepSeek-V4-Pro on 1 H800); it now names the most requests the planner confirms, or nothing."""
+    code, err = _run("solve", "deepseek-v4-pro", "--hardware", "h800", "--cards", "1", "--concurrency", "64",
+                     "--isl", "8192", "--osl", "1024", "--framework", "vllm")
+    assert code == 1 and "--concurrency" not in err.split("what would fit")[1], err
+    argv = ("solve", "llama-3.1-70b", "--hardware", "h100_sxm", "--cards", "4", "--isl", "32768", "--concurrency",
+            "256")
+    code, err = _run(*argv)
+    m = re.search(r"--concurrency ([\d,]+)(?: or fewer)? \(the most requests 4 x h100_sxm hold", err)
+    assert code == 1 and m, err
+    assert _run(*_with(argv, "--concurrency", m.group(1).replace(",", "")))[0] == 0
+
+
 def test_a_disaggregated_sla_is_not_offered_alone_where_no_deployment_fits_with_it_set_aside() -> None:
     """Mixtral-8x22B disaggregated on 4 L40S under TTFT 800 / TPOT 40 ms: memory binds every worker, and the
     remedy listed 'relax --ttft-ms' beside the cards, though nothing fits with it relaxed; it now lists what fits."""
@@ -84,3 +110,13 @@ def test_a_disaggregated_sla_is_not_offered_alone_where_no_deployment_fits_with_
     m = re.search(r"(\d+) cards in total \([^:]*: the planner found a configuration for each, SLAs aside\)", err)
     assert m, err
     assert _run(*_with(_with(_with(argv, "--cards", m.group(1)), "--ttft-ms", None), "--tpot-ms", None))[0] == 0
+
+
+def test_the_disaggregated_cards_in_total_name_a_given_concurrency_as_set_aside() -> None:
+    """MiniMax-M1 disaggregated on 4 MI355X at --concurrency 512: '8 cards in total (... a configuration for
+    each)' was found at one request; on 8 cards 512 requests are still refused, so the line names the concurrency
+    it set aside."""
+    code, err = _run("solve", "minimax-m1", "--hardware", "mi355x", "--cards", "4", "--serving", "disagg", "--isl",
+                     "8192", "--osl", "1024", "--concurrency", "512", "--time-limit", "3")
+    assert code == 1 and re.search(r"\d+ cards in total \([^:]*: the planner found a configuration for each, at one "
+                                   r"request \(--concurrency 512 aside\)\)", err), err

@@ -12,7 +12,7 @@ from solver.plan.disagg_pools import cards_for, phase_framework, phase_scenario
 from solver.plan.disagg_floor import PrefillScreen
 from solver.plan.diagnosis import SLA_FLAGS, memory_terms, relax_slas
 from solver.plan.memory_remedies import (cheaper_weights, first_that_plans, longest_isl_screened, memory_question,
-                                         might_fit)
+                                         might_fit, sla_aside)
 from solver.specs.launch_spec import POOL_NAMES, pool_role
 from solver.specs.limits import MAX_CONCURRENCY
 from solver.specs.scenario import Scenario
@@ -212,7 +212,12 @@ def _memory_remedies(job: "_Job", scenario: Scenario, smallest: dict[str, int | 
     wide = "" if job.allow_cross_node else " with TP inside a node (try --allow-cross-node)"
     if sizes["prefill"] and sizes["decode"]:
         need = cards_for(job.model, job.hw, sizes["prefill"], sizes["decode"])
-        aside = ", SLAs aside" if scenario.ttft_ms is not None or scenario.tpot_ms is not None else ""
+        # each worker is planned at one request with the SLAs set aside (_smallest_load): a given --concurrency
+        # or SLA is the deployment's next question, which the line names
+        load = f"--concurrency {scenario.concurrency:,}" if scenario.concurrency else ""
+        slas = scenario.ttft_ms is not None or scenario.tpot_ms is not None
+        aside = (f", {load} and the SLAs aside" if load else ", SLAs aside") if slas else (
+            f", at one request ({load} aside)" if load else "")
         out = [f"{need} cards in total (a prefill worker of {sizes['prefill']} ranks and a decode worker of "
                f"{sizes['decode']}: the planner found a configuration for each{aside})"]
     elif tried:
@@ -250,7 +255,8 @@ def _longest_isl(job: "_Job", scenario: Scenario, missing: list[str], largest: i
             return None
     pools = " and ".join(missing)
     return (f"--isl {isl} or shorter (the longest prompt a {pools} worker of {largest} rank{'s' * (largest > 1)} "
-            f"holds at OSL {scenario.osl:,}; the planner found such a worker there, the pools' rate match aside)")
+            f"holds at OSL {scenario.osl:,}; the planner found such a worker there, the pools' rate match"
+            f"{sla_aside(scenario, ' and the SLAs')} aside)")
 
 
 WORKER_GROWTH = 32  # how far past the largest worker tried a memory remedy looks for one that fits
