@@ -120,3 +120,16 @@ def test_the_disaggregated_cards_in_total_name_a_given_concurrency_as_set_aside(
                      "8192", "--osl", "1024", "--concurrency", "512", "--time-limit", "3")
     assert code == 1 and re.search(r"\d+ cards in total \([^:]*: the planner found a configuration for each, at one "
                                    r"request \(--concurrency 512 aside\)\)", err), err
+
+
+def test_recommend_says_the_planners_remedy_is_for_a_configuration_with_the_load_aside() -> None:
+    """DeepSeek-R1 on Atlas A3, 1..16 cards, one copy: no size has a configuration, and 'what would fit: 24 cards
+    fit' then fell short of the load on 24 cards; the remedy now says it is for a configuration, the load aside,
+    and on 24 cards a configuration is found (the answer is a shortfall of the load, not a refusal of the size)."""
+    argv = ("recommend", "deepseek-r1", "--hardware", "atlas_a3", "--framework", "cann-recipes",
+            "--target-output-tokens-per-s", "2000", "--cards", "1..16", "--max-copies", "1", "--time-limit", "3")
+    code, err = _run(*argv)
+    m = re.search(r"what would give a configuration \(the load target aside\): (\d+) cards fit", err)
+    assert code == 1 and m and "what would fit" not in err, err
+    code, err = _run(*_with(argv, "--cards", m.group(1)))
+    assert code == 0 or "the most found is" in err, err
