@@ -22,8 +22,9 @@ Remedy kinds (the text each is read from):
                   at its quoted figure, the other SLA dropped -> exit 0
   disagg_cards    "what would fit: N cards or more": --cards N -> exit 0
   disagg_concurrency "what would fit: --concurrency N": -> exit 0
-  (recommend: a remedy said with "(the load target aside)" works where the rerun has a configuration: exit 0, or
-  a shortfall of the load rather than "no configuration fits or meets the SLA")
+  (recommend: a remedy said "what would fit (a configuration on W cards, the load target aside)" works where the
+  rerun has a configuration: exit 0, or a shortfall of the load rather than "no configuration fits or meets the
+  SLA")
   try_cross_node  "the planner found none at N, ... cards (...) with TP inside a node (try --allow-cross-node)": a hint,
                   tried at its first size N (disagg: a worker of N ranks per pool, 2N cards), SLAs dropped -> exit 0
   smaller_concurrency "a smaller --concurrency" (no value; not in a "relaxed together" line): --concurrency 1 -> exit 0
@@ -193,7 +194,7 @@ def _opts(argv: list[str], flags: tuple[str, ...]) -> list[str]:
     return [a for i, a in enumerate(argv) if a in flags or (i and argv[i - 1] in flags)]
 
 
-LOAD_ASIDE = "(the load target aside)"  # recommend: a remedy for a configuration on the cards, not for the load
+LOAD_ASIDE = "the load target aside)"  # recommend: a remedy for a configuration on the cards, not for the load
 
 
 def _simple_run(kind: str, new: list[str], expect: str | None = None, load_aside: bool = False) -> Trial:

@@ -294,7 +294,7 @@ def test_recommend_with_no_feasible_size_gives_the_remedy_solve_gives_at_the_lar
     remedy = solo.stderr.split("binds; ", 1)[1].strip()
     assert remedy.startswith("what would fit: relax --tpot-ms")
     # recommend says the planner's remedy is for a configuration on those cards, the load aside
-    said = remedy.replace("what would fit: ", "what would give a configuration (the load target aside): ")
+    said = remedy.replace("what would fit: ", "what would fit (a configuration on 2 cards, the load target aside): ")
     assert "(binding: SLA.tpot); " + said in rec.stderr and rec.stderr.count("\n") == 1
 
 

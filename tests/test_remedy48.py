@@ -129,7 +129,7 @@ def test_recommend_says_the_planners_remedy_is_for_a_configuration_with_the_load
     argv = ("recommend", "deepseek-r1", "--hardware", "atlas_a3", "--framework", "cann-recipes",
             "--target-output-tokens-per-s", "2000", "--cards", "1..16", "--max-copies", "1", "--time-limit", "3")
     code, err = _run(*argv)
-    m = re.search(r"what would give a configuration \(the load target aside\): (\d+) cards fit", err)
-    assert code == 1 and m and "what would fit" not in err, err
+    m = re.search(r"what would fit \(a configuration on 16 cards, the load target aside\): (\d+) cards fit", err)
+    assert code == 1 and m and "what would fit:" not in err, err
     code, err = _run(*_with(argv, "--cards", m.group(1)))
     assert code == 0 or "the most found is" in err, err

@@ -456,7 +456,7 @@ def no_fit_note(what: str, largest: int, binding: str, remedy: str | None = None
     a {what} on those cards, not for the load, which its rerun may still fall short of (the line says so)."""
     if remedy and "what would fit: " in remedy:  # the planner's note: its terms, then what would fit there
         head, _, rest = remedy.partition("what would fit: ")
-        remedy = f"{head}what would give a {what} (the load target aside): {rest}"
+        remedy = f"{head}what would fit (a {what} on {largest} cards, the load target aside): {rest}"
     return (f"no {what} fits or meets the SLA up to {largest} cards" + (f" (binding: {binding})" if binding else "")
             + (f"; {remedy}" if remedy else ""))
 
