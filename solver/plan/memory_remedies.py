@@ -190,7 +190,8 @@ def _most_concurrency(model: ModelSpec, hw: Hardware, prec: Precision, fw: Frame
             if n < 1:
                 return None
             continue
-        return (f"--concurrency {n:,}{' or fewer' * (n > 1)} (the most requests {world} x {hw.name} hold{'s' * (world == 1)} "
+        return (f"--concurrency {n:,}{' or fewer' * (n > 1)} (the most requests {world} x {hw.name} "
+                f"hold{'s' * (world == 1)} "
                 f"by the memory screen{'' if n == lo else f', {lo:,}, less what the planner turned away'}; the "
                 f"planner found a configuration there{sla_aside(scenario, ', SLAs aside')})")
     return None
