@@ -25,6 +25,8 @@ Remedy kinds (the text each is read from):
   (recommend: a remedy said "what would fit (a configuration on W cards, the load target aside)" works where the
   rerun has a configuration: exit 0, or a shortfall of the load rather than "no configuration fits or meets the
   SLA")
+  cross_node_cards "N cards with --allow-cross-node (the planner found a configuration there[, SLAs aside])":
+                  --cards N --allow-cross-node -> exit 0
   try_cross_node  "the planner found none at N, ... cards (...) with TP inside a node (try --allow-cross-node)": a hint,
                   tried at its first size N (disagg: a worker of N ranks per pool, 2N cards), SLAs dropped -> exit 0
   smaller_concurrency "a smaller --concurrency" (no value; not in a "relaxed together" line): --concurrency 1 -> exit 0
@@ -259,6 +261,10 @@ def trials(kind: str, argv: list[str], code: int, text: str) -> list[Trial]:
                                      [shell(with_flag(argv, flag, v))]))
             if binding_memory_only and kind == "solve":
                 out.append(_simple("weight_dtype", with_flag(argv, flag, named[-1])))
+    for m in re.finditer(r"(\d+) cards with --allow-cross-node \(the planner found a configuration there(, SLAs aside)?\)",
+                         text):
+        base = _no_sla(argv) if m.group(2) else argv
+        out.append(_simple("cross_node_cards", [*with_flag(base, "--cards", m.group(1)), "--allow-cross-node"]))
     m = re.search(r"found (?:none|no \w+ worker) at ([\d, ]+) (?:cards|ranks) \(the sizes a memory screen passes\) "
                   r"with TP inside a node \(try --allow-cross-node\)", text)
     if m and "--allow-cross-node" not in argv:  # a hint at the sizes it names: the first of them, SLAs aside

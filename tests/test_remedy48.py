@@ -133,3 +133,18 @@ def test_recommend_says_the_planners_remedy_is_for_a_configuration_with_the_load
     assert code == 1 and m and "what would fit:" not in err, err
     code, err = _run(*_with(argv, "--cards", m.group(1)))
     assert code == 0 or "the most found is" in err, err
+
+
+def test_allow_cross_node_is_offered_only_at_a_size_the_planner_finds_a_configuration_with_it() -> None:
+    """'the planner found none at 72, 80, 84 cards ... with TP inside a node (try --allow-cross-node)': DeepSeek-V3.2
+    on Atlas A3 under cann-recipes at ISL 500,000 finds none with the flag either, so the hint is gone; LongCat-Flash
+    on RTX PRO 6000 names the size the planner found with it, and that rerun plans."""
+    code, err = _run("solve", "deepseek-v3.2", "--hardware", "atlas_a3", "--framework", "cann-recipes", "--cards", "4",
+                     "--isl", "500000", "--concurrency", "64", "--time-limit", "3")
+    assert code == 1 and "found none at" in err and "--allow-cross-node" not in err, err
+    argv = ("solve", "longcat-flash", "--hardware", "rtx_pro_6000_blackwell", "--framework", "sglang", "--cards", "1",
+            "--isl", "500000", "--ttft-ms", "800", "--time-limit", "3")
+    code, err = _run(*argv)
+    m = re.search(r"(\d+) cards with --allow-cross-node \(the planner found a configuration there, SLAs aside\)", err)
+    assert code == 1 and m, err
+    assert _run(*_with(_with(argv, "--cards", m.group(1)), "--ttft-ms", None), "--allow-cross-node")[0] == 0

@@ -90,12 +90,19 @@ def memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framewo
     fits, planned = _fitting_world(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts, ruled)
     # the flag matters only where a size tried spans nodes
     spans = any(w > device_of(as_launched(hw, fw, w)).ranks_per_node for w in planned)
-    wide = "" if allow_cross_node or not spans else " with TP inside a node (try --allow-cross-node)"
+    wide = "" if allow_cross_node or not spans else " with TP inside a node"
     if fits is not None:
         out.append(f"{fits} cards fit (the planner found a configuration there{sla_aside(scenario, ', SLAs aside')})")
     elif planned:
         out.append(f"the planner found none at {', '.join(map(str, planned))} cards (the sizes a memory screen "
                    f"passes){wide}")
+        # --allow-cross-node offered only where the planner finds a configuration with it at those sizes: a
+        # hint the rerun refuses again is no remedy
+        across = first_that_plans(model, hw, prec, fw, planned, scenario.model_copy(
+            update={"ttft_ms": None, "tpot_ms": None}), params, True, mem_opts)[0] if wide else None
+        if across is not None:
+            out.append(f"{across} cards with --allow-cross-node (the planner found a configuration there"
+                       f"{sla_aside(scenario, ', SLAs aside')})")
     else:
         near = [w for w in remedy_sizes(world, model, hw, prec, fw, scenario, mem_opts) if w not in ruled]
         load = f"{scenario.concurrency:,} sequences" if scenario.concurrency else "the smallest batch"
