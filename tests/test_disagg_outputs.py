@@ -72,7 +72,7 @@ def test_recommend_names_the_binding_constraint_when_no_size_carries_the_load(mo
     rec = recommend_disagg(model, [hw], target_output_tokens_per_s=1000, cards=cards, **scenario)
     assert rec.best is None
     note = rec.options[0]["note"]
-    assert f"binding: {binding}" in note and "what would fit:" in note
+    assert f"binding: {binding}" in note and "what would fit (a disaggregated deployment on " in note and "cards, the load target aside): " in note
 
 
 # ------------------------------------------------------------------------------------------------ the table

@@ -21,7 +21,7 @@ def test_a_memory_refusal_in_recommend_names_the_weights_against_the_cards():
     r = _run("recommend", "kimi-k2", "--hardware", "h100_sxm", "--cards", "8", "--target-output-tokens-per-s", "1000")
     assert r.exit_code == 1
     assert ("(binding: B.memory_per_rank); Kimi-K2-Instruct's weights, 1,029.2 GB in fp8_block, exceed 8 x 81.6 GB = "
-            "652.8 GB usable on h100_sxm; what would fit: 14 cards fit") in r.stderr
+            "652.8 GB usable on h100_sxm; what would fit (a configuration on 8 cards, the load target aside): 14 cards fit") in r.stderr
 
 
 def test_a_sequence_too_long_for_memory_names_the_longest_isl_that_fits_and_it_plans():

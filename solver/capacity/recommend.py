@@ -452,7 +452,11 @@ def _met(opt: Option, total: int, n: int, t: Task, r: dict[str, Any], start: int
 
 def no_fit_note(what: str, largest: int, binding: str, remedy: str | None = None) -> str:
     """No size tried has a `what` (configuration, disaggregated deployment) that fits and meets the SLA: the
-    constraint that binds on the largest, and what would fit there when known."""
+    constraint that binds on the largest, and what would give one there when known: the planner's remedy is for
+    a {what} on those cards, not for the load, which its rerun may still fall short of (the line says so)."""
+    if remedy and "what would fit: " in remedy:  # the planner's note: its terms, then what would fit there
+        head, _, rest = remedy.partition("what would fit: ")
+        remedy = f"{head}what would fit (a {what} on {largest} cards, the load target aside): {rest}"
     return (f"no {what} fits or meets the SLA up to {largest} cards" + (f" (binding: {binding})" if binding else "")
             + (f"; {remedy}" if remedy else ""))
 

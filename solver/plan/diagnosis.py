@@ -213,14 +213,17 @@ def _sla_reach(planner: cpsat.Planner, tables: Tables, world: int, slas: list[st
     """What the binding SLAs would have to allow: the fastest configuration (least request latency) at the
     smallest concurrency with those SLAs set aside, and the figures they cap; naming it keeps the remedy in the
     deployment's own figures rather than a bare 'relax'."""
-    b = tables.batches[0]
-    p = planner.best(b, relaxed=frozenset(slas))
+    # the smallest concurrency with a configuration once the SLAs are set aside: the smallest one of all may have
+    # none (an engine's batch rule, a memory that holds only more sequences per DP group)
+    b, p = next(((b, p) for b in tables.batches if (p := planner.best(b, relaxed=frozenset(slas)))), (None, None))
     if p is None:
         return relax_slas(slas, together)
     fig = planner.latency_of(b, dict(p.picks))[1]
     cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
     knobs = " ".join(f"{k}={v}" for k, v in cfg.knobs().items() if v > 1) or "all knobs 1"
-    shown = ", ".join(f"{SLA_FLAGS[s][2]} {three_figures(getattr(fig, SLA_FLAGS[s][1]) * 1e3)} ms" for s in slas)
+    # rounded up: each figure is quoted as the cap to pass (--tpot-ms 33.1 misses a TPOT of 33.14 ms)
+    shown = ", ".join(f"{SLA_FLAGS[s][2]} {three_figures(getattr(fig, SLA_FLAGS[s][1]) * 1e3, up=True)} ms"
+                      for s in slas)
     return (f"{relax_slas(slas, together)}: the fastest configuration at concurrency {b} on {world} "
             f"card{'s' if world != 1 else ''} ({knobs}) shows {shown}")
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from solver.errors import InfeasibleError
+from solver.errors import InfeasibleError, three_figures
 from solver.estimate.disagg import DisaggEstimate, workers_to_match
 from solver.plan.disagg import MAX_EVALUATED, _Pair, _concurrency, _pairs, sla_misses, ttft_order
 from solver.plan.disagg_pools import cards_for, phase_framework, phase_scenario
 from solver.plan.disagg_floor import PrefillScreen
 from solver.plan.diagnosis import SLA_FLAGS, memory_terms, relax_slas
 from solver.plan.memory_remedies import (cheaper_weights, first_that_plans, longest_isl_screened, memory_question,
-                                         might_fit)
+                                         might_fit, sla_aside)
 from solver.specs.launch_spec import POOL_NAMES, pool_role
 from solver.specs.limits import MAX_CONCURRENCY
 from solver.specs.scenario import Scenario
@@ -164,7 +164,8 @@ _SLA_FIELDS = {"SLA.ttft": "ttft_ms", "SLA.tpot": "tpot_ms"}
 def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> str | None:
     """Relax the binding SLAs, and how far: the lowest value of each one's figure over the deployments evaluated
     with those SLAs set aside (pools planned without them, pairs taken in order of the figure's estimate without
-    queueing), so the floor is the same whatever value of the SLA was given. None when no SLA binds."""
+    queueing), so the floor is the same whatever value of the SLA was given. None when no SLA binds, or when no
+    deployment evaluated fits with them set aside (memory binds too: relaxing them alone is no remedy)."""
     slas = [b for b in binding if b in _SLA_FIELDS]
     if not slas:
         return None
@@ -186,10 +187,14 @@ def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> str | Non
             if not sla_misses(estimates[i], relaxed):  # fits memory and meets the SLAs kept
                 fitting.append(estimates[i])
         if fitting:
-            lows.append(f"the lowest {name} is {min(getattr(e, attr) for e in fitting) * 1e3:.3g} ms")
+            # rounded up: the figure is the cap to pass (--tpot-ms 15.9 misses a lowest TPOT of 15.94 ms)
+            low = three_figures(min(getattr(e, attr) for e in fitting) * 1e3, up=True)
+            lows.append(f"the lowest {name} is {low} ms")
+    if not lows:  # no deployment evaluated fits with the SLAs set aside: relaxing them is no remedy alone
+        return None
     aside = "them" if len(slas) > 1 else "it"
     return relax_slas(slas) + (f": with {aside} set aside, of the {len(estimates)} deployments evaluated "
-                               f"{' and '.join(lows)}" if lows else "")
+                               f"{' and '.join(lows)}")
 
 
 def _memory_remedies(job: "_Job", scenario: Scenario, smallest: dict[str, int | None], missing: list[str]
@@ -207,7 +212,12 @@ def _memory_remedies(job: "_Job", scenario: Scenario, smallest: dict[str, int | 
     wide = "" if job.allow_cross_node else " with TP inside a node (try --allow-cross-node)"
     if sizes["prefill"] and sizes["decode"]:
         need = cards_for(job.model, job.hw, sizes["prefill"], sizes["decode"])
-        aside = ", SLAs aside" if scenario.ttft_ms is not None or scenario.tpot_ms is not None else ""
+        # each worker is planned at one request with the SLAs set aside (_smallest_load): a given --concurrency
+        # or SLA is the deployment's next question, which the line names
+        load = f"--concurrency {scenario.concurrency:,}" if scenario.concurrency else ""
+        slas = scenario.ttft_ms is not None or scenario.tpot_ms is not None
+        aside = (f", {load} and the SLAs aside" if load else ", SLAs aside") if slas else (
+            f", at one request ({load} aside)" if load else "")
         out = [f"{need} cards in total (a prefill worker of {sizes['prefill']} ranks and a decode worker of "
                f"{sizes['decode']}: the planner found a configuration for each{aside})"]
     elif tried:
@@ -245,7 +255,8 @@ def _longest_isl(job: "_Job", scenario: Scenario, missing: list[str], largest: i
             return None
     pools = " and ".join(missing)
     return (f"--isl {isl} or shorter (the longest prompt a {pools} worker of {largest} rank{'s' * (largest > 1)} "
-            f"holds at OSL {scenario.osl:,}; the planner found such a worker there, the pools' rate match aside)")
+            f"holds at OSL {scenario.osl:,}; the planner found such a worker there, the pools' rate match"
+            f"{sla_aside(scenario, ' and the SLAs')} aside)")
 
 
 WORKER_GROWTH = 32  # how far past the largest worker tried a memory remedy looks for one that fits

@@ -90,13 +90,19 @@ def memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framewo
     fits, planned = _fitting_world(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts, ruled)
     # the flag matters only where a size tried spans nodes
     spans = any(w > device_of(as_launched(hw, fw, w)).ranks_per_node for w in planned)
-    wide = "" if allow_cross_node or not spans else " with TP inside a node (try --allow-cross-node)"
+    wide = "" if allow_cross_node or not spans else " with TP inside a node"
     if fits is not None:
-        aside = ", SLAs aside" if scenario.ttft_ms is not None or scenario.tpot_ms is not None else ""
-        out.append(f"{fits} cards fit (the planner found a configuration there{aside})")
+        out.append(f"{fits} cards fit (the planner found a configuration there{sla_aside(scenario, ', SLAs aside')})")
     elif planned:
         out.append(f"the planner found none at {', '.join(map(str, planned))} cards (the sizes a memory screen "
                    f"passes){wide}")
+        # --allow-cross-node offered only where the planner finds a configuration with it at those sizes: a
+        # hint the rerun refuses again is no remedy
+        across = first_that_plans(model, hw, prec, fw, planned, scenario.model_copy(
+            update={"ttft_ms": None, "tpot_ms": None}), params, True, mem_opts)[0] if wide else None
+        if across is not None:
+            out.append(f"{across} cards with --allow-cross-node (the planner found a configuration there"
+                       f"{sla_aside(scenario, ', SLAs aside')})")
     else:
         near = [w for w in remedy_sizes(world, model, hw, prec, fw, scenario, mem_opts) if w not in ruled]
         load = f"{scenario.concurrency:,} sequences" if scenario.concurrency else "the smallest batch"
@@ -112,8 +118,9 @@ def memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framewo
         out.append(f"{fw.name} runs no larger size ({', '.join(rules)} at {at} cards)")
     if sizes_only:
         return out
-    if scenario.concurrency:
-        out.append("a smaller --concurrency")
+    fewer = _most_concurrency(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts)
+    if fewer:
+        out.append(fewer)
     shorter = _longest_isl(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts)
     if shorter:
         out.append(shorter)
@@ -151,7 +158,49 @@ def _longest_isl(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkP
         held = f"{scenario.concurrency:,} requests" if scenario.concurrency else "one request"
         longest = (f"the longest prompt {world} x {hw.name} hold{'s' * (world == 1)} with {held} at OSL "
                    f"{scenario.osl:,}" if isl == lo else f"the memory screen's longest, {lo:,}, the planner turned away")
-        return f"--isl {isl} or shorter ({longest}; the planner found a configuration there)"
+        aside = sla_aside(scenario, ", SLAs aside")
+        return f"--isl {isl} or shorter ({longest}; the planner found a configuration there{aside})"
+    return None
+
+
+def _most_concurrency(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
+                      scenario: Scenario, params: SolverParams, allow_cross_node: bool,
+                      mem_opts: MemoryOptions | None) -> str | None:
+    """Under a fixed --concurrency, the most requests below it that these cards hold, as a remedy the planner
+    confirms, or None (no --concurrency given, or not even one request passes: the weights alone bind, which
+    fewer requests do not change). The memory screen only grows with the batch, so a bisection finds its most;
+    the planner then checks it, and up to REMEDY_PLANS - 1 smaller ones (each ISL_BACKOFF of the last)."""
+    from solver.plan.solve import plan  # late: solve imports this module for its diagnosis
+
+    c = scenario.concurrency
+    if not c or c <= 1:
+        return None
+
+    def held(n: int) -> bool:
+        return might_fit(model, hw, prec, fw, world, scenario.model_copy(update={"concurrency": n}), mem_opts)
+
+    if not held(1):
+        return None
+    lo, hi = 1, c - 1  # lo passes the screen; c does not (memory binds)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if held(mid) else (lo, mid - 1)
+    quick = SolverParams(workers=params.workers, seed=params.seed,
+                         time_limit_s=min(params.time_limit_s, REMEDY_TIME_LIMIT_S))
+    n = lo
+    for _ in range(REMEDY_PLANS):
+        try:
+            plan(model, hw, prec, fw, world, memory_question(scenario.model_copy(update={"concurrency": n})), quick,
+                 top=1, allow_cross_node=allow_cross_node, mem_opts=mem_opts, explain_binding=False, diagnose=False)
+        except InfeasibleError:
+            n = int(n * ISL_BACKOFF)
+            if n < 1:
+                return None
+            continue
+        return (f"--concurrency {n:,}{' or fewer' * (n > 1)} (the most requests {world} x {hw.name} "
+                f"hold{'s' * (world == 1)} "
+                f"by the memory screen{'' if n == lo else f', {lo:,}, less what the planner turned away'}; the "
+                f"planner found a configuration there{sla_aside(scenario, ', SLAs aside')})")
     return None
 
 
@@ -271,6 +320,12 @@ def rules_leaving_no_layout(model: ModelSpec, hw: Hardware, fw: FrameworkProfile
         return []
     return (attention_rejections(space, model, fw, world, hw, scenario)
             or sorted({p.rule for p in space.pruned if p.knob in GROUPS["attn"]}))
+
+
+def sla_aside(scenario: Scenario, text: str) -> str:
+    """`text` where the scenario has an SLA, else "": a memory remedy is checked with the SLAs set aside
+    (memory_question), so its line says so wherever one was given (applied alone, it may still miss the SLA)."""
+    return text if scenario.ttft_ms is not None or scenario.tpot_ms is not None else ""
 
 
 def memory_question(scenario: Scenario) -> Scenario:
