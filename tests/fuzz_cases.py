@@ -2086,6 +2086,16 @@ def spelt_numbers_cases(draw) -> Case:
     return b.case()
 
 
+def _written(fx: Fixtures, texts: list[tuple[str, str, str]], stem: str, suffix: str) -> list[tuple[str, str, str]]:
+    """(path, label, why) of each (text, label, why), the text written to the fixtures' folder as stem-i.suffix."""
+    out = []
+    for i, (t, label, why) in enumerate(texts):
+        p = fx.folder / f"{stem}-{i}{suffix}"
+        p.write_text(t)
+        out.append((str(p), label, why))
+    return out
+
+
 def _device_texts(fx: Fixtures) -> list[tuple[str, str, str]]:
     """A user's device file written by hand from the catalog's H100 (stop 48): renamed (valid), a number with its
     unit, beyond any device, infinite, fractional, a key given twice, a key misspelt or in a look-alike letter, a
@@ -2111,11 +2121,7 @@ def _device_texts(fx: Fixtures) -> list[tuple[str, str, str]]:
             (text.replace("name: my_h100", "name: h100_sxm").replace(mem, "memory_bytes: 171798691840"), "invalid",
              "the catalog's name over other figures"),
         ]
-        out = []
-        for i, (t, label, why) in enumerate(edits):
-            p = fx.folder / f"dev48-{i}.yaml"
-            p.write_text(t)
-            out.append((str(p), label, why))
+        out = _written(fx, edits, "dev48", ".yaml")
         fx.device_texts = out
     return fx.device_texts
 
@@ -2190,11 +2196,7 @@ def _factors_files(fx: Fixtures) -> list[tuple[str, str, str]]:
             ((pair % "gemm: 0.95, hbm: 0.9")[:30], "invalid", "truncated"),
             ("", "invalid", "empty"),
         ]
-        out = []
-        for i, (t, label, why) in enumerate(texts):
-            p = fx.folder / f"factors48-{i}.yaml"
-            p.write_text(t)
-            out.append((str(p), label, why))
+        out = _written(fx, texts, "factors48", ".yaml")
         out.append((str(fx.folder / "no-such-factors.yaml"), "invalid", "a file that does not exist"))
         out.append((str(fx.folder), "invalid", "a folder"))
         fx.factors_files = out
@@ -2240,11 +2242,7 @@ def _fit_csvs(fx: Fixtures) -> list[tuple[str, str, str]]:
             (head.replace(",ttft_ms", "") + "\n" + "\n".join(",".join(r.split(",")[:-2] + r.split(",")[-1:])
                                                              for r in rows[:3]) + "\n", "invalid", "no ttft_ms column"),
         ]
-        out = []
-        for i, (t, label, why) in enumerate(texts):
-            p = fx.folder / f"fitrows48-{i}.csv"
-            p.write_text(t)
-            out.append((str(p), label, why))
+        out = _written(fx, texts, "fitrows48", ".csv")
         fx.fit_csvs = out
     return fx.fit_csvs
 
