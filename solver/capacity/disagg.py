@@ -379,7 +379,7 @@ def _first_that_carries(model: str, hw: str, sizes: list[int], sc: Scenario, tok
         note = no_fit_note("disaggregated deployment", sizes[-1], "; ".join(last.binding) if last else "",
                            last.remedy if last else None)
     else:
-        note = shortfall_note(most[0], most[1], tok_s, sc.ttft_ms is not None or sc.tpot_ms is not None,
+        note = shortfall_note(most[0], most[1], tok_s, sc.has_slas(),
                               max_copies=max_copies)
         if max_copies is None and best_in_cap is not None and best_in_cap[0] < tok_s:
             note += "; " + cluster_cap_note(*best_in_cap, tok_s)

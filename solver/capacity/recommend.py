@@ -400,7 +400,7 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
         sc = tasks[-1].scenario
         # more cards help only where the largest size tried had a configuration
         larger = infeasible if infeasible and infeasible[-1][0] == largest else []
-        opt.note = shortfall_note(best_seen[0], best_seen[1], tok_s, sc.ttft_ms is not None or sc.tpot_ms is not None,
+        opt.note = shortfall_note(best_seen[0], best_seen[1], tok_s, sc.has_slas(),
                                   best_seen[2], larger, last_remedy if larger else None, max_copies)
         if max_copies is None and best_in_cap is not None and best_in_cap[0] < tok_s:
             opt.note += "; " + cluster_cap_note(*best_in_cap, tok_s)

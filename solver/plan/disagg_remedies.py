@@ -86,7 +86,7 @@ def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, In
                    "prefill workers that load needs (the rate match)")
         else:
             why = f"the decode workers that fit beside a prefill worker hold at most {held:,} requests{sla}"
-        has_sla = scenario.ttft_ms is not None or scenario.tpot_ms is not None
+        has_sla = scenario.has_slas()
         if most and most < held:
             why += f"; the rate-matched pools serve at most {most:,}" + (" within the SLA" if has_sla else "")
         bigger = _fewest_cards(job, scenario, fronts)
@@ -215,7 +215,7 @@ def _memory_remedies(job: "_Job", scenario: Scenario, smallest: dict[str, int | 
         # each worker is planned at one request with the SLAs set aside (_smallest_load): a given --concurrency
         # or SLA is the deployment's next question, which the line names
         load = f"--concurrency {scenario.concurrency:,}" if scenario.concurrency else ""
-        slas = scenario.ttft_ms is not None or scenario.tpot_ms is not None
+        slas = scenario.has_slas()
         aside = (f", {load} and the SLAs aside" if load else ", SLAs aside") if slas else (
             f", at one request ({load} aside)" if load else "")
         out = [f"{need} cards in total (a prefill worker of {sizes['prefill']} ranks and a decode worker of "

@@ -325,7 +325,7 @@ def rules_leaving_no_layout(model: ModelSpec, hw: Hardware, fw: FrameworkProfile
 def sla_aside(scenario: Scenario, text: str) -> str:
     """`text` where the scenario has an SLA, else "": a memory remedy is checked with the SLAs set aside
     (memory_question), so its line says so wherever one was given (applied alone, it may still miss the SLA)."""
-    return text if scenario.ttft_ms is not None or scenario.tpot_ms is not None else ""
+    return text if scenario.has_slas() else ""
 
 
 def memory_question(scenario: Scenario) -> Scenario:

@@ -132,7 +132,7 @@ def sla_edge_note(edge: int, top: int, scenario: Scenario) -> str:
     """One line on a configuration at an edge: where its concurrency comes from (the whole plan's edge, or a
     candidate's own: the configurations at `top` are the power's optima, or that candidate's). Without SLAs the
     edge is the engine's batch rule's: the most requests they run below the next planned concurrency they run."""
-    if not has_slas(scenario):
+    if not scenario.has_slas():
         return (f"concurrency {edge:,} is the runnable edge of the configurations at {top:,}: the most requests they "
                 f"run under the engine's batch rules (and memory) below the next planned concurrency they run, "
                 f"planned between the powers of two, which skip every count they run there")
@@ -188,16 +188,12 @@ def runs_more(knobs: dict[str, int], model: ModelSpec, hw: Hardware, fw: Framewo
     return any(engine_runs(knobs, model, hw, fw, world, n, mtp) for n in range(cap, c, -1))
 
 
-def has_slas(scenario: Scenario) -> bool:
-    return scenario.ttft_ms is not None or scenario.tpot_ms is not None
-
-
 def edges_planned(scenario: Scenario, fw: FrameworkProfile) -> bool:
     """A serving plan whose concurrency the planner decides, under SLAs or under an engine's batch rules (the
     planned concurrencies can skip every count a layout runs between two of them): only there do edges exist (the
     powers' optima's and each candidate's own)."""
     return (scenario.concurrency is None and scenario.phase == "serving"
-            and (has_slas(scenario) or bool(fw.batch_rules)))
+            and (scenario.has_slas() or bool(fw.batch_rules)))
 
 
 def planned_sla_edges(classes: dict[tuple[int, float], Point], tables: Tables, scenario: Scenario,
@@ -206,8 +202,8 @@ def planned_sla_edges(classes: dict[tuple[int, float], Point], tables: Tables, s
     """sla_edges for a serving plan whose concurrency the planner decides under SLAs or batch rules, else none."""
     if not edges_planned(scenario, fw):
         return {}
-    return sla_edges(classes, tables.batches, meets, runs, has_slas(scenario))
+    return sla_edges(classes, tables.batches, meets, runs, scenario.has_slas())
 
 
-__all__ = ["at_own_edges", "edges_planned", "engine_runs", "has_slas", "runs_more", "full_estimate_misses", "planned_sla_edges", "power_edge", "sla_edge_note",
+__all__ = ["at_own_edges", "edges_planned", "engine_runs", "runs_more", "full_estimate_misses", "planned_sla_edges", "power_edge", "sla_edge_note",
            "sla_edges", "sla_tests"]

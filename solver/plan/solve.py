@@ -24,7 +24,7 @@ from solver.plan.deployment_front import deployment_front, on_front_keys
 from solver.plan.diagnosis import binding_constraints, explain_infeasible
 from solver.plan.exhaustive import OutOfTime, enumerate_points
 from solver.plan.layout_memory import assumed_memory
-from solver.plan.sla_edge import (at_own_edges, edges_planned, full_estimate_misses, has_slas, planned_sla_edges,
+from solver.plan.sla_edge import (at_own_edges, edges_planned, full_estimate_misses, planned_sla_edges,
                                    runs_more, sla_edge_note, sla_tests)
 from solver.plan.table_build import build_tables
 from solver.plan.tables import Tables
@@ -227,7 +227,7 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
         others = [c for k in SCENARIO_WEIGHTS if k != scenario.kind or scenario.weights is not None
                   for c in _kind_candidates(model, hw, prec, fw, world, scenario.model_copy(
                       update={"kind": k, "weights": None}), params, method, top, allow_cross_node, mem_opts, verified)
-                  ] if edges_planned(scenario, fw) and (has_slas(scenario) or result.edges_found) else []
+                  ] if edges_planned(scenario, fw) and (scenario.has_slas() or result.edges_found) else []
         result.front = deployment_front(result.front, [*result.candidates, *others])
         on = on_front_keys(result.front)
         result.candidates = [tie_marked(replace(c, on_front=(tuple(c.config.knobs().values()), c.batch) in on,
@@ -458,7 +458,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         at: dict[int, cpsat.Planner] = dict.fromkeys(edges, planner)
         moved = at_own_edges([p for p in chosen[1:] if p.batch not in edges], powers, meets, runs,
                              lambda c: at[c] if c in at else at.setdefault(c, planner_at((c,))), fixed,
-                             has_slas(scenario))
+                             scenario.has_slas())
         for p, (q, pl) in moved.items():
             chosen[chosen.index(p)] = q
             roles[q.key()] = roles.pop(p.key())

@@ -145,6 +145,10 @@ class Scenario(BaseModel):
         w_lat, w_inv = self.objective_weights
         return w_lat * math.log(latency / latency_ref) + w_inv * math.log(inv_throughput / inv_throughput_ref)
 
+    def has_slas(self) -> bool:
+        """Whether a TTFT or TPOT cap is given (a remedy checked with them set aside says so)."""
+        return self.ttft_ms is not None or self.tpot_ms is not None
+
     def sla_misses(self, ttft_s: float, tpot_s: float, relaxed: frozenset[str] = frozenset()) -> list[str]:
         """The SLA constraint families (SLA.ttft, SLA.tpot) these figures break, leaving out the relaxed ones.
         A relative 1e-6 absorbs float noise at a limit."""
