@@ -221,8 +221,8 @@ def knob_rule(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, 
         return "A.o_proj_dim_divisible"
     if any(width % value for _, width in ffn_widths(model, knob)):
         return "A.ffn_width_divisible_tp"
-    if value != 1 and fw.refusing_feature(knob, model.model_type):
-        return f"C.{fw.refusing_feature(knob, model.model_type)}_model_type_refused"
+    if value != 1 and (refused := fw.refusing_feature(knob, model.model_type)):
+        return f"C.{refused}_model_type_refused"
     if knob == "pp_size" and value > 1:
         if value > model.num_layers // model.stage_unit:
             return "A.pp_at_most_layers"

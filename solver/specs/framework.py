@@ -180,6 +180,11 @@ class MaxContext(BaseModel):
 FEATURE_KNOBS = {"pipeline_parallel": "pp_size", "redundant_experts": "redundant_experts"}
 
 
+def feature_knob(name: str, feature: Feature) -> str | None:
+    """The knob a feature sets: its own `knob` field, else the one its name implies (FEATURE_KNOBS), else None."""
+    return feature.knob or FEATURE_KNOBS.get(name)
+
+
 class FrameworkProfile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
@@ -394,7 +399,7 @@ class FrameworkProfile(BaseModel):
         for name, feature in self.features.items():
             if feature.knob is not None and feature.knob not in KNOBS:
                 raise FieldProblem(f"features.{name}.knob", f"{feature.knob!r} is not a knob ({', '.join(KNOBS)})")
-            if feature.refused_model_types and feature.knob is None and name not in FEATURE_KNOBS:
+            if feature.refused_model_types and feature_knob(name, feature) is None:
                 # refusing_feature finds a refusal by the knob it would set: without one the list is read by nothing
                 raise FieldProblem(f"features.{name}.refused_model_types",
                                    "set on a feature with no knob: name the knob it sets (features.NAME.knob), "
@@ -422,8 +427,7 @@ class FrameworkProfile(BaseModel):
         """The feature setting `knob` (pipeline_parallel: pp_size; redundant_experts: the setting of its name; else
         its Feature.knob) that the engine refuses for this model type (Feature.refused_model_types), or None."""
         for name, feature in self.features.items():
-            if (feature.knob or FEATURE_KNOBS.get(name)) == knob \
-                    and model_type in feature.refused_model_types:
+            if feature_knob(name, feature) == knob and model_type in feature.refused_model_types:
                 return name
         return None
 
