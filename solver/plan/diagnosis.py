@@ -10,7 +10,7 @@ from solver.estimate.memory_options import MemoryOptions
 from solver.plan import cpsat
 from solver.plan.groups import GROUPS
 from solver.plan.points import Point, SolverParams
-from solver.plan.memory_remedies import (REMEDY_TIME_LIMIT_S, first_that_plans, memory_remedies,
+from solver.plan.memory_remedies import (first_that_plans, memory_remedies, quick_params,
                                          remedy_worlds)
 from solver.plan.table_build import attention_rejections
 from solver.plan.tables import Tables
@@ -249,8 +249,7 @@ def _sla_concurrency(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framew
     c = scenario.concurrency
     if not c or c <= 1:
         return None
-    quick = SolverParams(workers=params.workers, seed=params.seed,
-                         time_limit_s=min(params.time_limit_s, REMEDY_TIME_LIMIT_S))
+    quick = quick_params(params)
     fewer = scenario.model_copy(update={"concurrency": None, "max_concurrency": c - 1})
     try:
         result = plan(model, hw, prec, fw, world, fewer, quick, top=1, allow_cross_node=allow_cross_node,

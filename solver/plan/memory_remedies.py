@@ -13,6 +13,7 @@ from solver.errors import InfeasibleError
 from solver.estimate.memory import memory_per_rank
 from solver.estimate.memory_options import MemoryOptions
 from solver.plan.groups import GROUPS
+from solver.plan.memory_edge import bisect_edge
 from solver.plan.points import SolverParams
 from solver.plan.table_build import attention_rejections, attention_tuples
 from solver.space.domains import build_space, largest_tp, redundant_for
@@ -137,30 +138,19 @@ def _longest_isl(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkP
     None: the memory screen (might_fit) only grows with the sequence, so a bisection finds its longest sequence;
     the planner then checks that ISL, and up to REMEDY_PLANS - 1 shorter ones (each ISL_BACKOFF of the last)
     where what the screen leaves out (activations of the chunk, a layout the rules turn away) still binds."""
-    from solver.plan.solve import plan  # late: solve imports this module for its diagnosis
-
     question = memory_question(scenario)
     lo = longest_isl_screened(model, hw, prec, fw, world, question, mem_opts)
     if lo is None:
         return None
-    quick = SolverParams(workers=params.workers, seed=params.seed,
-                         time_limit_s=min(params.time_limit_s, REMEDY_TIME_LIMIT_S))
-    isl = lo
-    for _ in range(REMEDY_PLANS):
-        try:
-            plan(model, hw, prec, fw, world, question.model_copy(update={"isl": isl}), quick, top=1,
-                 allow_cross_node=allow_cross_node, mem_opts=mem_opts, explain_binding=False, diagnose=False)
-        except InfeasibleError:
-            isl = int(isl * ISL_BACKOFF)
-            if isl < 1:
-                return None
-            continue
-        held = f"{scenario.concurrency:,} requests" if scenario.concurrency else "one request"
-        longest = (f"the longest prompt {world} x {hw.name} hold{'s' * (world == 1)} with {held} at OSL "
-                   f"{scenario.osl:,}" if isl == lo else f"the memory screen's longest, {lo:,}, the planner turned away")
-        aside = sla_aside(scenario, ", SLAs aside")
-        return f"--isl {isl} or shorter ({longest}; the planner found a configuration there{aside})"
-    return None
+    isl = _backed_off(lo, lambda n: plans_at(model, hw, prec, fw, world, question.model_copy(update={"isl": n}),
+                                             params, allow_cross_node, mem_opts))
+    if isl is None:
+        return None
+    held = f"{scenario.concurrency:,} requests" if scenario.concurrency else "one request"
+    longest = (f"the longest prompt {world} x {hw.name} hold{'s' * (world == 1)} with {held} at OSL "
+               f"{scenario.osl:,}" if isl == lo else f"the memory screen's longest, {lo:,}, the planner turned away")
+    aside = sla_aside(scenario, ", SLAs aside")
+    return f"--isl {isl} or shorter ({longest}; the planner found a configuration there{aside})"
 
 
 def _most_concurrency(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
@@ -170,38 +160,62 @@ def _most_concurrency(model: ModelSpec, hw: Hardware, prec: Precision, fw: Frame
     confirms, or None (no --concurrency given, or not even one request passes: the weights alone bind, which
     fewer requests do not change). The memory screen only grows with the batch, so a bisection finds its most;
     the planner then checks it, and up to REMEDY_PLANS - 1 smaller ones (each ISL_BACKOFF of the last)."""
-    from solver.plan.solve import plan  # late: solve imports this module for its diagnosis
-
     c = scenario.concurrency
     if not c or c <= 1:
         return None
 
-    def held(n: int) -> bool:
-        return might_fit(model, hw, prec, fw, world, scenario.model_copy(update={"concurrency": n}), mem_opts)
+    def at(n: int) -> Scenario:
+        return scenario.model_copy(update={"concurrency": n})
 
-    if not held(1):
+    if not might_fit(model, hw, prec, fw, world, at(1), mem_opts):
         return None
-    lo, hi = 1, c - 1  # lo passes the screen; c does not (memory binds)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if held(mid) else (lo, mid - 1)
-    quick = SolverParams(workers=params.workers, seed=params.seed,
-                         time_limit_s=min(params.time_limit_s, REMEDY_TIME_LIMIT_S))
-    n = lo
+    # 1 passes the screen; c does not (memory binds)
+    lo = bisect_edge(1, c, lambda n: might_fit(model, hw, prec, fw, world, at(n), mem_opts)) or 1
+    n = _backed_off(lo, lambda n: plans_at(model, hw, prec, fw, world, memory_question(at(n)), params,
+                                           allow_cross_node, mem_opts))
+    if n is None:
+        return None
+    return (f"--concurrency {n:,}{' or fewer' * (n > 1)} (the most requests {world} x {hw.name} "
+            f"hold{'s' * (world == 1)} "
+            f"by the memory screen{'' if n == lo else f', {lo:,}, less what the planner turned away'}; the "
+            f"planner found a configuration there{sla_aside(scenario, ', SLAs aside')})")
+
+
+def _backed_off(start: int, plans: Callable[[int], bool]) -> int | None:
+    """The first of `start` and up to REMEDY_PLANS - 1 smaller values (each ISL_BACKOFF of the last) at which
+    `plans` (a small solve: plans_at) finds a configuration, where what the screen leaves out still binds; None
+    where none does."""
+    n = start
     for _ in range(REMEDY_PLANS):
-        try:
-            plan(model, hw, prec, fw, world, memory_question(scenario.model_copy(update={"concurrency": n})), quick,
-                 top=1, allow_cross_node=allow_cross_node, mem_opts=mem_opts, explain_binding=False, diagnose=False)
-        except InfeasibleError:
-            n = int(n * ISL_BACKOFF)
-            if n < 1:
-                return None
-            continue
-        return (f"--concurrency {n:,}{' or fewer' * (n > 1)} (the most requests {world} x {hw.name} "
-                f"hold{'s' * (world == 1)} "
-                f"by the memory screen{'' if n == lo else f', {lo:,}, less what the planner turned away'}; the "
-                f"planner found a configuration there{sla_aside(scenario, ', SLAs aside')})")
+        if plans(n):
+            return n
+        n = int(n * ISL_BACKOFF)
+        if n < 1:
+            return None
     return None
+
+
+def quick_params(params: SolverParams | None) -> SolverParams:
+    """The planner's settings for one of a remedy's small solves: the run's workers and seed, within
+    REMEDY_TIME_LIMIT_S."""
+    params = params or SolverParams()
+    return SolverParams(workers=params.workers, seed=params.seed,
+                        time_limit_s=min(params.time_limit_s, REMEDY_TIME_LIMIT_S))
+
+
+def plans_at(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int, scenario: Scenario,
+             params: SolverParams | None, allow_cross_node: bool, mem_opts: MemoryOptions | None,
+             method: str = "cpsat") -> bool:
+    """Whether the planner, in a remedy's small solve (quick_params), finds a configuration for `scenario` on
+    `world` ranks."""
+    from solver.plan.solve import plan  # late: solve imports this module for its diagnosis
+
+    try:
+        plan(model, hw, prec, fw, world, scenario, quick_params(params), method=method, top=1,
+             allow_cross_node=allow_cross_node, mem_opts=mem_opts, explain_binding=False, diagnose=False)
+    except InfeasibleError:
+        return False
+    return True
 
 
 def longest_isl_screened(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
@@ -343,10 +357,6 @@ def first_that_plans(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framew
     about): a size the engine's rules run nothing at is passed over (into `ruled`, with the rules:
     rules_leaving_no_layout), each other passes the memory screen (might_fit) first, and at most REMEDY_PLANS are
     planned, each within REMEDY_TIME_LIMIT_S."""
-    from solver.plan.solve import plan  # late: solve imports this module for its diagnosis
-
-    params = params or SolverParams()
-    quick = SolverParams(workers=params.workers, seed=params.seed, time_limit_s=min(params.time_limit_s, REMEDY_TIME_LIMIT_S))
     planned: list[int] = []
     for w in sizes:
         rules = rules_leaving_no_layout(model, hw, fw, w, scenario)
@@ -357,12 +367,8 @@ def first_that_plans(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framew
         if not might_fit(model, as_launched(hw, fw, w), prec, fw, w, scenario, mem_opts):
             continue
         planned.append(w)
-        try:
-            plan(model, hw, prec, fw, w, scenario, quick, method=method, top=1, allow_cross_node=allow_cross_node,
-                 mem_opts=mem_opts, explain_binding=False, diagnose=False)
-        except InfeasibleError:
-            if len(planned) >= REMEDY_PLANS:
-                break
-            continue
-        return w, planned
+        if plans_at(model, hw, prec, fw, w, scenario, params, allow_cross_node, mem_opts, method):
+            return w, planned
+        if len(planned) >= REMEDY_PLANS:
+            break
     return None, planned
