@@ -225,14 +225,9 @@ def longest_isl_screened(model: ModelSpec, hw: Hardware, prec: Precision, fw: Fr
     tail = scenario.max_seq_len - scenario.isl  # the output tokens the sequence holds past the prompt
     if scenario.isl <= 1 or not might_fit(model, hw, prec, fw, world, scenario, mem_opts, seq_len=tail + 1):
         return None
-    lo, hi = 1, scenario.isl - 1  # lo passes (screened above); the ISL given does not
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if might_fit(model, hw, prec, fw, world, scenario, mem_opts, seq_len=tail + mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    # 1 passes (screened above); the ISL given does not
+    return bisect_edge(1, scenario.isl,
+                       lambda n: might_fit(model, hw, prec, fw, world, scenario, mem_opts, seq_len=tail + n)) or 1
 
 
 ISL_BACKOFF = 0.9  # each next ISL the planner is asked about, as a share of the last, where the screen's longest fails
