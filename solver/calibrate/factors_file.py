@@ -57,7 +57,7 @@ def load_factors_file(path: str, flag: str = "--factors") -> dict[str, dict[str,
             load_framework(fw)
         except InputError as exc:
             raise InputError(f"{flag} {path}: factors.{fw}", exc.problem) from None
-    return {fw: {hw: {k: v for k, v in pair.model_dump().items() if v is not None} for hw, pair in pairs.items()}
+    return {fw: {hw: pair.model_dump(exclude_none=True) for hw, pair in pairs.items()}
             for fw, pairs in model.factors.items()}
 
 
