@@ -26,10 +26,10 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictInt, model
 from solver.catalog import DEFAULT_FRAMEWORK
 from solver.errors import InputError
 from solver.specs.limits import MAX_CARDS, MAX_CONCURRENCY, MAX_MTP, MAX_TOKENS
-from solver.specs.parallel import CONFIG_KEYS, SETTINGS, replica_group
+from solver.specs.parallel import CONFIG_KEYS, replica_group
 from solver.specs.scenario import AcceptRate, PrefixHit, accept_unread, hit_unread
 # the derived sizes a seed YAML may state; each must equal world_size // its tp size
-from solver.specs.knobs import DERIVED
+from solver.specs.knobs import DERIVED, neutral
 from solver.specs.validation import FieldProblem, load_yaml, validate_model
 
 
@@ -157,7 +157,7 @@ class Deployment(BaseModel):
                         else f"did you mean {meant[0]}? " if meant else "")
                 raise FieldProblem(field, f"unknown key(s) {', '.join(unknown)}; {hint}known: {', '.join(CONFIG_KEYS)}")
             for k, v in cfg.items():
-                low = 0 if k in SETTINGS else 1  # redundant_experts may be 0
+                low = neutral(k)  # redundant_experts may be 0
                 if not low <= v <= MAX_CARDS:
                     raise FieldProblem(f"{field}.{k}", f"must be in [{low}, {MAX_CARDS:,}], got {v}")
         return self

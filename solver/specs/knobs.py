@@ -51,6 +51,12 @@ SETTING_FLAGS = {"redundant_experts": "--redundant-experts"}
 CONFIG_FLAGS: dict[str, str] = {**KNOB_FLAGS, **SETTING_FLAGS}
 SETTING_GROUP = {"redundant_experts": "moe"}
 CONFIG_KEYS = KNOBS + SETTINGS
+
+
+def neutral(key: str) -> int:
+    """A parallel_config key's value that turns it off: 1 for a knob (a group of one), 0 for a setting (no
+    redundant expert copies)."""
+    return 0 if key in SETTINGS else 1
 # the knobs whose product is the ranks one attention group spans (TP x KVP x SP x CP): ParallelConfig.attn_group_size
 # multiplies them, the profiles' rules read the product as attn_group_size
 ATTN_GROUP_KNOBS: tuple[str, ...] = ("attn_tp_size", "kvp_size", "attn_sp_size", "cp_size")
@@ -59,7 +65,7 @@ ATTN_GROUP_KNOBS: tuple[str, ...] = ("attn_tp_size", "kvp_size", "attn_sp_size",
 def nondefault_label(config: dict[str, int]) -> str:
     """The knobs above 1 and the settings above 0 (`attn_tp=2 redundant_experts=8`), or "all 1": a setting's
     default is 0, so a `v > 1` filter alone would hide redundant expert copies a launch then carries."""
-    shown = [f"{k.replace('_size', '')}={v}" for k, v in config.items() if v > (0 if k in SETTINGS else 1)]
+    shown = [f"{k.replace('_size', '')}={v}" for k, v in config.items() if v > neutral(k)]
     return " ".join(shown) or "all 1"
 
 # Split knobs a layer may declare for a module beyond the parallel_config's: shared experts follow the

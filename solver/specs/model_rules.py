@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from solver.specs.framework import FrameworkProfile
 from solver.specs.model import ModelSpec
-from solver.specs.knobs import SETTINGS
+from solver.specs.knobs import neutral
 from solver.specs.parallel import ParallelConfig, absent_knob_problems, smallest_redundant
 
 
@@ -114,11 +114,11 @@ def model_problems(model: ModelSpec, pc: ParallelConfig, fw: FrameworkProfile) -
     units = model.num_layers // model.stage_unit  # the decoder layers the engines split (LongCat: its blocks)
     for knob, value in pc.settings().items():
         # a knob is set above 1, a setting (redundant experts) above 0
-        feature = fw.refusing_feature(knob, model.model_type) if value > (0 if knob in SETTINGS else 1) else None
+        feature = fw.refusing_feature(knob, model.model_type) if value > neutral(knob) else None
         if feature:
             out.append(f"{knob} {value}: {fw.name} runs no {feature.replace('_', ' ')} for model type "
                        f"{model.model_type} (features.{feature}.refused_model_types): use {knob} "
-                       f"{0 if knob in SETTINGS else 1}")
+                       f"{neutral(knob)}")
     if pc.pp_size > units:
         out.append(f"pp_size {pc.pp_size} > num_layers {units}: a stage would hold no layer"
                    + (f" (blocks of {model.stage_unit} sub-layers)" if model.stage_unit > 1 else ""))
