@@ -74,7 +74,7 @@ def redundant_for(model: ModelSpec, fw: FrameworkProfile, ep: int) -> int | None
         return 0
     E = model.num_experts
     # an engine that refuses copies for this model (Feature.refused_model_types) holds E over EP as it is
-    if not fw.has_feature("redundant_experts") or fw.refusing_feature("redundant_experts", model.model_type):
+    if not fw.copies_experts(model.model_type):
         return 0 if E % ep == 0 else None
     if fw.fixed_redundant_experts is not None:
         return fw.fixed_redundant_experts if (E + fw.fixed_redundant_experts) % ep == 0 else None

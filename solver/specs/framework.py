@@ -431,6 +431,11 @@ class FrameworkProfile(BaseModel):
                 return name
         return None
 
+    def copies_experts(self, model_type: str) -> bool:
+        """It places redundant expert copies for this model type: the feature supported and not refused for it
+        (refused_model_types: the model's files build no copies)."""
+        return self.has_feature("redundant_experts") and not self.refusing_feature("redundant_experts", model_type)
+
     def feature_max(self, name: str) -> int | None:
         """The largest count a supported feature takes (Feature.max); None: no limit."""
         feature = self.features.get(name)

@@ -107,8 +107,7 @@ def model_problems(model: ModelSpec, pc: ParallelConfig, fw: FrameworkProfile) -
         need = smallest_redundant(model.num_experts, pc.moe_ep_size)
         hint = (f" ({need} redundant experts make {model.num_experts + need} slots, "
                 f"{(model.num_experts + need) // pc.moe_ep_size} per rank)"
-                if fw.has_feature("redundant_experts") and fw.fixed_redundant_experts is None and need != r
-                and not fw.refusing_feature("redundant_experts", model.model_type)
+                if fw.copies_experts(model.model_type) and fw.fixed_redundant_experts is None and need != r
                 and need <= model.num_experts else "")  # at most one copy of each expert
         out.append(f"{slots} % moe_ep_size {pc.moe_ep_size} != 0{hint}")
     units = model.num_layers // model.stage_unit  # the decoder layers the engines split (LongCat: its blocks)
