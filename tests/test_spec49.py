@@ -117,3 +117,16 @@ def test_mtp_is_still_refused_on_a_model_without_next_n_layers_by_solve() -> Non
     r = CliRunner().invoke(main, ["solve", "Qwen/Qwen3-8B", "--hardware", "h200_sxm", "--cards", "1", "--isl", "1024",
                                   "--osl", "256", "--concurrency", "8", "--mtp", "2", "--format", "launch"])
     assert r.exit_code == 2 and "--mtp" in r.output, r.output
+
+
+def test_the_api_check_of_a_lookup_command_takes_its_acceptance() -> None:
+    """solver.api.check(command=...) refuses an ngram command without mtp_accept, named as the keyword, and
+    prices it with one."""
+    from solver import api
+    from solver.errors import InputError
+
+    cmd = V32.format(spec=_spec("ngram"))
+    with pytest.raises(InputError) as exc:
+        api.check(hardware="h200_sxm", isl=4096, osl=512, concurrency=32, command=cmd)
+    assert exc.value.field == "mtp_accept"
+    assert api.check(hardware="h200_sxm", isl=4096, osl=512, concurrency=32, command=cmd, mtp_accept=0.7).valid
