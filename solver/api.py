@@ -502,7 +502,8 @@ def _check_config(model: str | os.PathLike | None = None, hardware: str | os.Pat
     (violations, warnings, common errors, notes, the estimate), `.as_dict()` (the command's JSON). An invalid
     config is a result (`valid` False), not an exception. `command`: the engine command run today (or a `solve
     --format launch` script), read back to the parallel_config whose launch prints it (with hardware, and cards /
-    framework / model / isl / osl / concurrency / mtp / the dtypes where given); the reading is the result's
+    framework / model / isl / osl / concurrency / mtp / mtp_accept / the dtypes where given; a lookup draft such as
+    ngram needs mtp_accept); the reading is the result's
     `.command`."""
     from solver.one_config import check_deployment, workload_of
 
@@ -510,7 +511,7 @@ def _check_config(model: str | os.PathLike | None = None, hardware: str | os.Pat
         from solver.launch.check_command import GIVEN_AS, command_deployment
 
         rest = {"config": config, "candidate": candidate, "phase": phase, "batch": batch, "seq_len": seq_len,
-                "mtp_accept": mtp_accept, "afd": afd or None, "prefix_hit": prefix_hit or None, **knobs}
+                "afd": afd or None, "prefix_hit": prefix_hit or None, **knobs}
         for key, value in rest.items():
             if value is not None:
                 raise InputError(key, "given with command=, which the command sets or check --command does not read")
@@ -518,7 +519,7 @@ def _check_config(model: str | os.PathLike | None = None, hardware: str | os.Pat
             raise InputError("hardware", "missing: give it with command=")
         read, dep = command_deployment(command, str(hardware), cards, None if framework is None else str(framework),
                                        None if model is None else str(model), isl, osl, concurrency, mtp,
-                                       weight_dtype, moe_weight_dtype, kv_dtype)
+                                       weight_dtype, moe_weight_dtype, kv_dtype, mtp_accept)
         res = check_deployment(dep, read.model, str(hardware), read.world, read.framework, None, GIVEN_AS)
         res.command = read  # type: ignore[attr-defined]
         return res

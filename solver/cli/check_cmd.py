@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from solver.cli.options import factors_option
+from solver.cli.options import factors_option, mtp_accept_option
 from solver.cli.options import CARDS, CONCURRENCY, MTP, NAME, TOKENS, dtype_options, format_option
 from solver.errors import InputError
 from solver.report.render import console, dump
@@ -29,10 +29,11 @@ from solver.report.render import console, dump
               help="with --command: requests in flight; for a disaggregated prefill worker's command, the prompts of one "
                    "step (default: what the command's running-request cap admits)")
 @click.option("--mtp", type=MTP, default=None, help="with --command: next-n (MTP) depth (default: the command's)")
+@mtp_accept_option
 @dtype_options
 @format_option()
 @factors_option
-def check_cmd(config, command, model, hardware, cards, framework, candidate, isl, osl, concurrency, mtp,
+def check_cmd(config, command, model, hardware, cards, framework, candidate, isl, osl, concurrency, mtp, mtp_accept,
               weight_dtype, moe_weight_dtype, kv_dtype, fmt) -> None:
     """Validate a parallel_config (the seed's YAML keys, solve's YAML, or a verified deployment in references/) by
     class A/B/C, flag common errors, estimate it. Exit 1 when a hard constraint is violated."""
@@ -49,7 +50,7 @@ def check_cmd(config, command, model, hardware, cards, framework, candidate, isl
         if hardware is None:
             raise InputError("--hardware", "missing (required with --command)")
         read, dep = command_deployment(command, hardware, cards, framework, model, isl, osl, concurrency, mtp,
-                                       weight_dtype, moe_weight_dtype, kv_dtype)
+                                       weight_dtype, moe_weight_dtype, kv_dtype, mtp_accept)
         model, world = read.model, read.world
         res = check_deployment(dep, model, hardware, world, read.framework, None, GIVEN_AS)
         if read.role is not None and read.role.role is not None:  # compared with its pool's launch, at its memory
@@ -59,6 +60,7 @@ def check_cmd(config, command, model, hardware, cards, framework, candidate, isl
         if config is None:
             raise InputError("CONFIG", "missing: give a deployment file, or --command with the engine command")
         for flag, value in (("--isl", isl), ("--osl", osl), ("--concurrency", concurrency), ("--mtp", mtp),
+                            ("--mtp-accept", mtp_accept),
                             ("--weight-dtype", weight_dtype), ("--moe-weight-dtype", moe_weight_dtype),
                             ("--kv-dtype", kv_dtype)):
             if value is not None:

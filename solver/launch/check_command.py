@@ -14,6 +14,7 @@ from typing import Any
 
 from solver.errors import InputError
 from solver.launch.command_reading import launch_reading, slot_name, slot_of
+from solver.launch.draft_method import command_draft, method_slot
 from solver.launch.read_command import CommandReading, read_command, spells_depth
 
 
@@ -35,7 +36,7 @@ def mtp_unread(fw: Any, r: CommandReading) -> str | None:
 
 
 def _settings_notes(r: CommandReading, hardware: str, isl: int, osl: int, concurrency: int, mtp: int,
-                    formats: dict[str, str | None], memory: Any = None) -> list[str]:
+                    formats: dict[str, str | None], memory: Any = None, skip: frozenset = frozenset()) -> list[str]:
     """One line per setting (a non-parallel argument of the profile) the command gives otherwise than the launch
     of its configuration at this workload and number formats (`formats`: LaunchInputs' weight_dtype,
     moe_weight_dtype, kv_dtype, as the check estimates them), or leaves out where the launch sets it. A pool's
@@ -70,7 +71,8 @@ def _settings_notes(r: CommandReading, hardware: str, isl: int, osl: int, concur
     for arg in args:
         slot = slot_of(fw, arg)
         reads_other = arg.value_expr is not None and arg.value_expr.names & other
-        if slot is None or is_parallel(fw, arg) or reads_other or slot not in printed and slot not in r.given \
+        if slot is None or slot in skip or is_parallel(fw, arg) or reads_other \
+                or slot not in printed and slot not in r.given \
                 or slot[0] == "flag" and slot[1] in site_flags(fw) \
                 or "{model_path}" in (arg.text or ""):  # the site's, compared with nothing; the model, read
             continue
@@ -86,8 +88,8 @@ def _settings_notes(r: CommandReading, hardware: str, isl: int, osl: int, concur
 def command_deployment(command: str, hardware: str, cards: int | None = None, framework: str | None = None,
                        model: str | None = None, isl: int | None = None, osl: int | None = None,
                        concurrency: int | None = None, mtp: int | None = None, weight_dtype: str | None = None,
-                       moe_weight_dtype: str | None = None, kv_dtype: str | None = None
-                       ) -> tuple[CommandReading, Any]:
+                       moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
+                       mtp_accept: float | None = None) -> tuple[CommandReading, Any]:
     """(the command read back, the Deployment of its configuration at the workload: what check reviews). The
     number formats are the given ones, else the checkpoint's (a command names a served checkpoint, not its
     format): a note says which were read so."""
@@ -118,6 +120,21 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
                                   f"{'' if r.mtp else ' (it sets no draft tokens)'}: leave --mtp out to check the "
                                   "command's depth, or change the command")
     depth = mtp if mtp is not None else r.mtp or 0
+    # the method the command names, priced as it runs: a lookup drafts with no forward and has no default acceptance
+    draft = command_draft(fw, r.given)
+    skip = frozenset({method_slot(fw)}) if draft is not None else frozenset()
+    lookup = draft is not None and draft.kind == "lookup" and depth > 0
+    if lookup and mtp_accept is None:
+        raise InputError("--mtp-accept", f"missing: {draft.said} {draft.method} drafts by a lookup in the "  # type: ignore[union-attr]
+                                         "request's tokens (no draft forward) and accepts as often as the prompts "
+                                         "repeat themselves, which no source gives a default for; give --mtp-accept "
+                                         "A (the engine's per-position acceptance rate at position 1)")
+    if mtp_accept is not None and not depth:
+        raise InputError("--mtp-accept", "the command drafts no tokens (no speculative depth): nothing to accept")
+    if lookup:
+        r.notes.append(f"{draft.said} {draft.method}: a lookup draft, no draft forward: priced as the target "  # type: ignore[union-attr]
+                       f"verifying 1 + {depth} tokens a sequence at --mtp-accept {mtp_accept}, no next-n layers "
+                       "loaded or run")
     phase = r.role.role if r.role is not None else None
     if r.max_model_len is not None and isl + osl > r.max_model_len:  # type: ignore[operator]
         r.notes.append(f"ISL + OSL = {isl + osl:,} exceeds the command's maximum model length "  # type: ignore[operator]
@@ -130,7 +147,7 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
     if phase is None:
         r.notes += _settings_notes(r, hardware, isl, osl, concurrency, depth,  # type: ignore[arg-type]
                                    {"weight_dtype": weight_dtype, "moe_weight_dtype": moe_weight_dtype,
-                                    "kv_dtype": kv_dtype})
+                                    "kv_dtype": kv_dtype}, skip=skip)
     else:
         r.notes.append(_pool_note(r, phase, concurrency))
     unsaid = [flag for flag, v in (("--weight-dtype", weight_dtype), ("--kv-dtype", kv_dtype)) if v is None]
@@ -143,7 +160,8 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
                 WorkloadSpec(phase="decode", batch=concurrency, isl=isl, osl=osl) if phase == "decode" else
                 WorkloadSpec(phase="prefill", batch=concurrency, seq_len=isl))
     dep = Deployment(model=r.model, hardware=hardware, framework=r.framework, world_size=r.world,
-                     parallel_config=r.parallel_config, mtp=depth,
+                     parallel_config=r.parallel_config, mtp=depth, mtp_accept=mtp_accept,
+                     draft="lookup" if lookup else "next_n",
                      quant=QuantSpecIn(weights=weight_dtype, moe_weights=moe_weight_dtype, kv_cache=kv_dtype),
                      workload=workload)
     return r, dep

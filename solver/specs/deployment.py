@@ -116,6 +116,12 @@ class QuantSpecIn(BaseModel):
     kv_cache: str | None = None
 
 
+# a lookup draft's acceptance is the prompts' own (how often the next tokens repeat what the request holds): no
+# source gives a default, so it is asked for, never MTP's
+LOOKUP_ACCEPT_MISSING = ("missing: a lookup draft (ngram) accepts as often as the prompts repeat themselves, which "
+                         "no source gives a default for; give the acceptance of each draft token")
+
+
 class Deployment(BaseModel):
     model_config = _STRICT
 
@@ -128,6 +134,10 @@ class Deployment(BaseModel):
     quant: QuantSpecIn = QuantSpecIn()
     mtp: int = Field(0, ge=0, le=MAX_MTP)
     mtp_accept: AcceptRate | None = Field(None, description="acceptance of each draft token (None: default)")
+    draft: Literal["next_n", "lookup"] = Field("next_n", description="what drafts the mtp tokens: the model's "
+                                               "next-n layers, or a lookup in the request's tokens (ngram: no "
+                                               "draft forward; its acceptance is the prompts', so mtp_accept is "
+                                               "required)")
     enable_online_split_weight: bool | None = None
     afd: bool = Field(False, description="attention-FFN disaggregation: half the ranks attention, half FFN")
     previous_parallel_config: dict[str, StrictInt] | None = None
@@ -144,6 +154,8 @@ class Deployment(BaseModel):
         unread = accept_unread(self.mtp, self.mtp_accept, "mtp")
         if unread:
             raise FieldProblem("mtp_accept", unread)
+        if self.draft == "lookup" and self.mtp and self.mtp_accept is None:
+            raise FieldProblem("mtp_accept", LOOKUP_ACCEPT_MISSING)
         for field in ("parallel_config", "previous_parallel_config"):
             cfg = getattr(self, field) or {}
             unknown = sorted(set(cfg) - set(CONFIG_KEYS))

@@ -104,6 +104,34 @@ class KVBlocks(BaseModel):
     source: str = Field(description="where the engine does it")
 
 
+# what a draft step runs on the GPU, by kind (DraftMethods): the model's own next-n (MTP) layers, none (a lookup in
+# the tokens so far), or a separate draft model the command names by a path
+DRAFT_KINDS = ("next_n", "lookup", "draft_model")
+
+
+class DraftMethods(BaseModel):
+    """The speculative methods the engine's command may name, by what one draft step runs: `next_n` the model's
+    own MTP layers (priced as --mtp N), `lookup` no draft forward (the drafts are found in the request's tokens),
+    `draft_model` a separate draft model (its size is the path's, which shardplan cannot know). The verify step,
+    the target over 1 + N tokens a sequence, is the same for all."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    next_n: list[str] = Field(min_length=1, description="methods drafting with the model's next-n layers")
+    lookup: list[str] = Field(default_factory=list, description="methods drafting by a lookup, no draft forward")
+    draft_model: list[str] = Field(default_factory=list, description="methods drafting with a separate model")
+    any_case: bool = Field(False, description="the engine reads the method in any case (upper-cases it)")
+    source: str = Field(min_length=1, description="the engine source file:line the methods are read from")
+
+    def kind(self, method: str) -> str | None:
+        """The kind of `method` as the command spells it (DRAFT_KINDS); None where the engine's list lacks it."""
+        key = method.upper() if self.any_case else method
+        for kind in DRAFT_KINDS:
+            if key in [m.upper() if self.any_case else m for m in getattr(self, kind)]:
+                return kind
+        return None
+
+
 # what a no-prefix-cache condition reads (NoPrefixCache.when): the model's yes/no facts (rule_env.model_facts)
 PREFIX_CACHE_NAMES = frozenset({"has_mla", "has_dsa", "has_csa", "has_recurrent_mixer"})
 
@@ -234,6 +262,9 @@ class FrameworkProfile(BaseModel):
     unserved_model_types: list[str] = Field(
         default_factory=list, description="model types (the text config's model_type) it has no model for: every "
         "command refuses the pairing (vLLM 0.34.0 dropped MiniMax-M1); empty: every model the catalog reads")
+    draft_methods: DraftMethods | None = Field(
+        None, description="the speculative methods its command may name, by what a draft step runs (DraftMethods); "
+        "unset: a command's method is read as the launch's MTP")
     no_prefix_cache: NoPrefixCache | None = Field(
         None, description="the models it serves without a prefix cache as launched (NoPrefixCache); unset: its "
         "launch caches prefixes for every model")

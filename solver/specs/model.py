@@ -168,6 +168,11 @@ class ModelSpec:
     def num_mtp_layers(self) -> int:
         return len(self.mtp_modules)
 
+    def without_next_n(self) -> "ModelSpec":
+        """The model as an engine runs it under a lookup draft (ngram): its next-n (MTP) modules neither loaded nor
+        run, so a step verifies the drafts with the target alone (no draft pass, no MTP weights or cache)."""
+        return replace(self, mtp_modules=()) if self.mtp_modules else self
+
     @cached_property
     def is_moe(self) -> bool:
         return self._moe is not None
