@@ -1,7 +1,7 @@
 """Accuracy benchmark: the serving estimator against measured TTFT / TPOT.
 
     python benchmarks/accuracy.py [--csv PATH] [--factors PATH] [--waves K] [--no-cv] [--rows N] [--residuals]
-                                  [--oracle] [--ceiling] [--device]
+                                  [--oracle] [--ceiling] [--device] [--by-model]
 
 Runs every row of the calibration CSV (facts/calibration/measured_agg_calibration.csv: aggregated serving at
 fixed ISL/OSL/concurrency) through `solver.measured` + `solver.estimate.serving`, and prints the median, mean
@@ -24,7 +24,8 @@ per-engine factors as shipped: what the serving formulas can reach when nothing 
 the limit of any fit of these factors (the shipped fit allows none per model). A diagnosis, not an estimate.
 `--device` adds (e), leave one device out: every factor refitted without the held-out hardware's rows, which are
 then priced as the shipped code prices a device the fit has no rows of (`accuracy_device.py`): what a user of a
-device without calibration rows can expect, on the devices that have some.
+device without calibration rows can expect, on the devices that have some. `--by-model` adds (b) and (c) by model x
+framework and model x framework x hardware: which held-out models carry the error, on which engines.
 
 It also reports rows skipped (with the InputError each raised) and predicted vs published figures for the rows
 of facts/measurements.md the estimator can express (PUBLISHED below, with the source row number).
@@ -105,6 +106,18 @@ def setup_groups(prepared: Sequence[Any]) -> list[tuple[str, list[int]]]:
         for i, p in enumerate(prepared):
             groups[getattr(p, key)].append(i)
         out += [(f"  {label}: {short_model(name)}", groups[name]) for name in sorted(groups)]
+    return out
+
+
+def model_engine_groups(prepared: Sequence[Any]) -> list[tuple[str, list[int]]]:
+    """The rows of each model x framework, then each model x framework x hardware: (label, row indices); where a
+    held-out model's error sits (`--by-model`)."""
+    out = []
+    for keys in (("model", "framework"), ("model", "framework", "hardware")):
+        groups: dict[tuple[str, ...], list[int]] = defaultdict(list)
+        for i, p in enumerate(prepared):
+            groups[tuple(getattr(p, k) for k in keys)].append(i)
+        out += [("  " + " x ".join([short_model(key[0]), *key[1:]]), groups[key]) for key in sorted(groups)]
     return out
 
 
@@ -412,6 +425,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--ceiling", action="store_true",
                     help="also fit the pair factors per (framework, hardware, model) in-sample: what the serving "
                          "formulas can reach with per-model factors (a diagnosis, not an estimate)")
+    ap.add_argument("--by-model", action="store_true",
+                    help="also print (b) and (c) by model x framework and model x framework x hardware")
     ap.add_argument("--device", action="store_true",
                     help="also run leave-one-device-out: each hardware's rows priced as a device without a fit, "
                          "every factor refitted on the other devices' rows")
@@ -436,6 +451,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n".join(table(prepared, et, ep, f"(b) fitted factors, in-sample ({args.factors.name})")
                     + mode_table(prepared, et, ep) + ranking(prepared, et, ep)))
     print()
+    if args.by_model:
+        print("\n".join(group_table(et, ep, "(b) by model x framework (x hardware)", model_engine_groups(prepared))))
+        print()
     if args.residuals:
         print("\n".join(residual_report(prepared, lambda p: profile_params(p, fitted))))
         print()
@@ -450,6 +468,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for n in notes:
             print(f"  note: {n}")
         print()
+        if args.by_model:
+            print("\n".join(group_table(et, ep, "(c) by held-out model x framework (x hardware)",
+                                         model_engine_groups(prepared))))
+            print()
         if args.oracle:
             et, ep, _ = loo_errors(prepared, fit_group, fit_global, fit_framework, oracle=("request_overhead_s",))
             print("\n".join(table(prepared, et, ep, "(c, oracle) leave-one-model-out with request_overhead_s refitted "
