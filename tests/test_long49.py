@@ -69,3 +69,53 @@ def test_a_command_without_a_model_length_refuses_requests_past_the_derived_cont
     assert out is not None, r.output
     assert ("ISL + OSL = 171,000 exceeds the maximum model length vllm takes from the config when the command sets "
             "none, 163,840: the engine refuses such requests") in out["command"]["notes"]
+
+
+def _alone_kit(chunks: int, replicas: int = 1):
+    from solver.estimate.closed_loop import ServingPolicy, ServingShape, serving_kit
+    from solver.estimate.workload import Workload
+
+    wl = Workload("serving", isl=1_000_000, osl=1024, concurrency=replicas, request_overhead_s=0.024,
+                  benchmark_waves=5)
+    return serving_kit(ServingShape(1, 1, 1, chunks, synced_ranks=replicas), wl, ServingPolicy(decode_first=True))
+
+
+def test_one_running_sequence_decodes_at_the_decode_step_as_the_simulated_loop_runs_it() -> None:
+    """B = 1 on a replica no other steps with (decode-first): the prompt's 123 chunks (1M tokens at 8,192 a
+    step) run alone and its decode steps carry no prompt, so TTFT = o + P_n = 0.024 + 38.21 = 38.234 s and TPOT
+    = tau = 7.21 ms, as scheduler.simulate runs the loop (before: 38.94 s and 20.07 ms, the steady state
+    spreading q p = 12.9 ms of the next prompt over every decode step of the request that sends it)."""
+    from solver.estimate.closed_loop import serving_figures
+    from solver.estimate.scheduler import LoopSpec, simulate
+
+    ttft, tpot = serving_figures(_alone_kit(123), 38.21, 0.00721)[:2]
+    sim = simulate(LoopSpec(concurrency=1, replicas=1, slots=1, prompts_per_step=1, chunks=123, prefill_s=38.21,
+                            decode_s=0.00721, osl=1024, overhead_s=0.024, waves=5), "decode_first")
+    assert ttft == pytest.approx(0.024 + 38.21) == pytest.approx(sim.ttft_s)
+    assert tpot == pytest.approx(0.00721) == pytest.approx(sim.tpot_s)
+
+
+def test_one_sequence_per_rank_under_synchronised_ranks_still_decodes_beside_the_others_prompts() -> None:
+    """R = 2 attention-DP ranks stepping together, B = 1 each: the other rank's prompt chunks run in the steps
+    this rank decodes in, so TPOT stays above tau (the simulated loop agrees: its steps carry them)."""
+    from solver.estimate.closed_loop import serving_figures
+    from solver.estimate.scheduler import LoopSpec, simulate
+
+    kit = _alone_kit(123, replicas=2)
+    assert not kit.alone
+    sim = simulate(LoopSpec(concurrency=2, replicas=2, slots=1, prompts_per_step=1, chunks=123, prefill_s=38.21,
+                            decode_s=0.00721, osl=1024, overhead_s=0.024, waves=5), "decode_first")
+    assert serving_figures(kit, 38.21, 0.00721)[1] > 0.00721 and sim.tpot_s > 0.00721
+
+
+def test_a_million_token_prompt_alone_is_served_at_its_decode_step() -> None:
+    """Llama-4-Scout TP8 on 8 x H200 under vLLM, ISL 1,000,000 / OSL 1,024, one request: TPOT is the decode
+    step as the engine runs it (7.21 ms at the mean context 1,000,512; was 20.07 ms) and TTFT the front end plus
+    the prompt's 123 chunk steps."""
+    from solver import api
+
+    est = api.estimate("llama-4-scout", "h200_sxm", 8, isl=1_000_000, osl=1024, concurrency=1, framework="vllm",
+                       attn_tp_size=8, dense_tp_size=8, moe_tp_size=8, embed_tp_size=8, lmhead_tp_size=8).estimate
+    assert est.tpot_s == pytest.approx(est.decode_step_s)
+    assert est.ttft_s == pytest.approx(est.front_end_s + est.prefill_step_s)
+    assert est.tpot_s == pytest.approx(0.00721, rel=0.01)
