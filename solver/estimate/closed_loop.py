@@ -67,6 +67,11 @@ its chunks), S = p + (chunks - 1) tau its service time and lambda [1/s] the rank
     ceil(i / n) prefill steps: TTFT_1 = o + ftl + P_n * mean_i ceil(i / n). The benchmark mean is
     TTFT_serv = (TTFT_1 + (k - 1) TTFT_ss) / k.
 
+    One running sequence on a replica no other rank steps with (B = 1, R = 1): the next request is sent once it
+    is done, so no prompt rides in its decode steps and every wave is the first: TTFT = o + ftl + P_n, TPOT =
+    tau / m, as scheduler.simulate runs it (ServingKit.alone; the steady state above would put q p > 0 of the next
+    prompt into the decode steps of the request that sends it).
+
 Attention-DP ranks step together (R > 1 for MoE): every rank's steps last as long as the busiest rank's, so the
 busiest rank's C_r decides both policies. Under decode_first a chunk on one rank stalls every rank for that
 chunk (scheduler.simulate; tests/test_serving_dp.py), and the closed loop keeps the ranks' prefills in the same
