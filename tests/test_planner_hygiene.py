@@ -177,10 +177,12 @@ def test_a_ttft_sla_no_prefill_step_meets_is_proven_without_cutting_configuratio
 def test_answers_missing_a_ttft_sla_whose_floor_at_both_steps_misses_are_cut_with_what_dominates_them() -> None:
     """An answer that misses the TTFT SLA alone, and whose TTFT floor at its prefill and decode steps
     (figures.ttft_floor_at_steps) misses it too, is cut off with every point dominating it, as a TPOT miss is: all
-    of them miss. Llama-3.1-70B on 32 B200 (generic, ISL 4096 / OSL 1024) at a 75 ms TTFT, just below the
-    fastest (75.6 ms at concurrency 1 and 2), took 1,272 CP-SAT solves cutting such answers one by one before."""
+    of them miss. Llama-3.1-70B on 32 B200 (generic, ISL 4096 / OSL 1024) at a 75 ms TTFT and concurrency 2, below
+    the fastest there, took 1,272 CP-SAT solves cutting such answers one by one before (288 with this cut alone
+    taken out, stop 49). Concurrency 2: a replica of one running sequence has its floor for TTFT (closed_loop
+    ServingKit.alone), so at concurrency 1 the prefill floor cuts every answer before a solve."""
     m, h, f = load_model("llama-3.1-70b"), load_hardware("b200_sxm"), load_framework("generic")
-    sc = Scenario(kind="latency", isl=4096, osl=1024, ttft_ms=75.0)
+    sc = Scenario(kind="latency", isl=4096, osl=1024, ttft_ms=75.0, concurrency=2)
     t = build_tables(m, h, resolve_precision(m, h), factors_for(h, f.efficiency_for(h)), f,
                      build_space(m, h, f, 32, sc), sc)
     pl = cpsat.Planner(t, m, h, f, sc)

@@ -46,7 +46,7 @@ def test_the_fastest_configuration_an_sla_remedy_quotes_passes_at_the_figures_qu
     code, err = _run(*argv)
     m = re.search(r"shows TPOT ([\d.]+) ms, TTFT ([\d,]+) ms", err)
     assert code == 1 and m, err
-    assert m.group(1) == "33.2"
+    assert m.group(1) == "31.6"  # its decode step at one sequence (33.2 before stop 49)
     fixed = _with(_with(argv, "--tpot-ms", m.group(1)), "--ttft-ms", m.group(2).replace(",", ""))
     assert _run(*fixed)[0] == 0
 

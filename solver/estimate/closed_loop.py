@@ -67,6 +67,11 @@ its chunks), S = p + (chunks - 1) tau its service time and lambda [1/s] the rank
     ceil(i / n) prefill steps: TTFT_1 = o + ftl + P_n * mean_i ceil(i / n). The benchmark mean is
     TTFT_serv = (TTFT_1 + (k - 1) TTFT_ss) / k.
 
+    One running sequence on a replica no other rank steps with (B = 1, R = 1): the next request is sent once it
+    is done, so no prompt rides in its decode steps and every wave is the first: TTFT = o + ftl + P_n, TPOT =
+    tau / m, as scheduler.simulate runs it (ServingKit.alone; the steady state above would put q p > 0 of the next
+    prompt into the decode steps of the request that sends it).
+
 Attention-DP ranks step together (R > 1 for MoE): every rank's steps last as long as the busiest rank's, so the
 busiest rank's C_r decides both policies. Under decode_first a chunk on one rank stalls every rank for that
 chunk (scheduler.simulate; tests/test_serving_dp.py), and the closed loop keeps the ranks' prefills in the same
@@ -220,6 +225,7 @@ class ServingKit:
     waiting_share: float
     ttft_per_prefill_s: float  # TTFT's floor per second of P_n (ttft_floor)
     ttft_per_decode_s: float  # and per second of tau
+    alone: bool = False  # decode-first with one running sequence and no rank stepping with it (B = 1, R = 1)
 
 
 def serving_kit(shape: ServingShape, wl: Workload, policy: ServingPolicy | None = None) -> ServingKit:
@@ -231,17 +237,21 @@ def serving_kit(shape: ServingShape, wl: Workload, policy: ServingPolicy | None 
     ahead, waiting = _slot_terms(B, shape.per_replica, wl)
     decode_first, groups, k = policy.decode_first_for(shape.synced_ranks), first_wave_groups(B, n), \
         max(1, wl.benchmark_waves)
+    # one running sequence on a replica no other steps with: no prompt is prefilled while it decodes and the next
+    # one arrives only once it is done, so every request is served as the first wave's (serving_figures)
+    alone = decode_first and B == 1 and shape.synced_ranks == 1
     # serving_figures' TTFT less every term that is not proportional to P_n (each is >= 0): decode-first, the
     # first wave's P_n x groups and the steady state's base >= (1 + r - 1) p with p = P_n / n, blended 1 : k - 1;
     # lockstep, the cohort's mean first-token time, linear in P_n
-    per_prefill = (groups + (k - 1) * shape.traversal / n) / k if decode_first else \
+    per_prefill = groups if alone else (groups + (k - 1) * shape.traversal / n) / k if decode_first else \
         lockstep(B, n, 1.0, 0.0, 0.0, wl.osl, 0.0).ttft_s
     # and the terms proportional to tau, each >= 0: the first-token iterations (both policies); decode-first, the
     # steady state's base tau / 2 + (chunks - 1) tau, blended (k - 1) : k
-    per_decode = policy.first_token_iterations + ((k - 1) * (shape.chunks - 0.5) / k if decode_first else 0.0)
+    per_decode = policy.first_token_iterations + ((k - 1) * (shape.chunks - 0.5) / k
+                                                  if decode_first and not alone else 0.0)
     return ServingKit(B, n, shape.chunks, m, o, policy.first_token_iterations, max(0.0, (wl.osl - 1) / m), wl.osl,
                       decode_first, shape.traversal - 1, n / shape.chunks, groups, k, ahead, waiting, per_prefill,
-                      per_decode)
+                      per_decode, alone)
 
 
 def ttft_floor(kit: ServingKit, prefill_s: float, decode_s: float = 0.0) -> float:
@@ -284,6 +294,17 @@ def serving_figures(kit: ServingKit, prefill_s: float, tau: float) -> tuple[floa
         ttft = served + slot_wait
         share = (ls.cycle_s - steps_out * tau) / ls.cycle_s if ls.cycle_s > 0 else 0.0
         return ttft, ls.tpot_s, served, served, slot_wait, share, ttft + (kit.osl - 1) * ls.tpot_s, ftl
+    if kit.alone:
+        # B = 1, R = 1: the prompt's chunks run in steps of their own (nothing decodes beside them) and its decode
+        # steps carry no prompt (the next request is sent once it is done), as scheduler.simulate runs it: TTFT =
+        # o + ftl + P_n, TPOT = tau / m. The steady state below would spread a prompt over the decode steps of
+        # the request that sent it (TPOT tau + q p)
+        first = o + ftl + prefill_s * kit.first_groups
+        busy = prefill_s + steps_out * tau
+        slot_wait = _slot_wait(kit.slots_ahead, kit.waiting_share, first + steps_out * tau)
+        ttft = first + slot_wait
+        return ttft, tpot_of(tau / kit.tokens_per_step, kit.osl), first, first, slot_wait, \
+            prefill_s / busy if busy > 0 else 0.0, ttft + steps_out * tau, ftl
     p = prefill_s / n
     S = p + (kit.chunks - 1) * tau
     # a prompt arriving alone occupies the prefill server for its share p (the queue's service time), but its

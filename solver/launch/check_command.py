@@ -93,9 +93,11 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
     """(the command read back, the Deployment of its configuration at the workload: what check reviews). The
     number formats are the given ones, else the checkpoint's (a command names a served checkpoint, not its
     format): a note says which were read so."""
+    from solver.specs.context import derived_context
     from solver.specs.deployment import Deployment, QuantSpecIn, WorkloadSpec
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
 
     r = read_command(command, load_hardware(hardware), cards, framework, model, concurrency,
                      None if isl is None or osl is None else isl + osl, mtp)
@@ -139,6 +141,11 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
     if r.max_model_len is not None and isl + osl > r.max_model_len:  # type: ignore[operator]
         r.notes.append(f"ISL + OSL = {isl + osl:,} exceeds the command's maximum model length "  # type: ignore[operator]
                        f"{r.max_model_len:,}: the engine refuses such requests")
+    elif r.max_model_len is None:  # the engine's own length: the context it derives from the config
+        limit = derived_context(load_model(r.model), fw.max_context)
+        if limit is not None and isl + osl > limit:  # type: ignore[operator]
+            r.notes.append(f"ISL + OSL = {isl + osl:,} exceeds the maximum model length {r.framework} takes "  # type: ignore[operator]
+                           f"from the config when the command sets none, {limit:,}: the engine refuses such requests")
     if r.concurrency_cap is not None and concurrency > r.concurrency_cap:
         r.notes.append(f"concurrency {concurrency:,} exceeds the {r.concurrency_cap:,} requests the command's cap "
                        "runs at once: the rest wait")

@@ -290,11 +290,43 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
             read_mtp = int(float(raw))
         elif reads & {"batch", "replica_batch"} and not reads & (NOT_PARALLEL - {"batch", "replica_batch"}):
             cap = _cap(fw, spec, hw, pc, world, arg, int(float(raw)), mtp_read) or cap
+    refusal = past_context_refusal(fw, spec, user.values, read_len)
+    if refusal:  # the engine stops at start, as its parser stops at a flag it does not take (above)
+        raise InputError("--command", refusal)
     order = [*KNOBS, *SETTINGS]
     # its role and KV transfer as written: a document's keys, not the flag that carries them
     pool_flags = [slot_name(s, fw) for s in user.values if s in pool_settings(fw)]
     return CommandReading(fw.name, name, world, {k: cfg[k] for k in order}, [{k: c[k] for k in order} for c in others],
                           cap, read_len, read_mtp, given, not_read, site, notes, dict(user.values), role, pool_flags)
+
+
+def past_context_refusal(fw: FrameworkProfile, spec: ModelSpec, given: dict[Slot, str],
+                         model_len: int | None) -> str | None:
+    """Why the engine refuses to start a command whose maximum model length exceeds the context it derives from
+    the model's config (specs.context.derived_context) where the command gives none of the switches the profile's
+    launch sets for such a length (its args with `when: past_context`, each with the source that says the engine
+    raises without it); None where it starts, or where the profile names no such switch (what that engine does
+    is not recorded here: the context note says so)."""
+    from solver.specs.context import derived_context
+    from solver.specs.notes import derived_said
+
+    limit = derived_context(spec, fw.max_context)
+    if model_len is None or limit is None or model_len <= limit or fw.launch is None:
+        return None
+    switches = [a for a in fw.launch.args if "past_context" in a.when_expr.names]
+    if not switches or any(slot_of(fw, a) in given for a in switches):
+        return None
+    spelt = ", ".join(f"{a.env}={a.value}" if a.env else f"{a.flag}" + (f" {a.value}" if a.value else "")
+                      for a in switches)
+    sources = "; ".join(dict.fromkeys(a.source for a in switches if a.source))
+    return (f"{slot_name(slot_of(fw, _model_len_arg(fw)), fw)} {model_len:,} exceeds {spec.name}'s "
+            f"{spec.context_field} {spec.max_position_embeddings:,}{derived_said(spec, limit, fw)} and the command "
+            f"sets no {spelt}: {fw.name} refuses to start ({sources}); set it, or a length within {limit:,}")
+
+
+def _model_len_arg(fw: FrameworkProfile) -> LaunchArg:
+    """The launch argument that prints the maximum model length (its value reads max_model_len alone)."""
+    return next(a for a in fw.launch.args if a.value_expr is not None and a.value_expr.names == {"max_model_len"})
 
 
 def pool_stand_in(fw: FrameworkProfile, role: str | None, pc: ParallelConfig) -> dict[str, ParallelConfig] | None:
