@@ -283,14 +283,16 @@ def _pool_candidate(pool, spec, hw, scenario: Scenario, kvp_in_tp: bool, cp_repl
 def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framework: str = DEFAULT_FRAMEWORK,
                weight_dtype: str | None = None, moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
                params: SolverParams | None = None, top: int = 3, allow_cross_node: bool = False,
-               compare_aggregated: bool = True, method: str = "cpsat") -> "DisaggReport":
+               compare_aggregated: bool = True, method: str = "cpsat",
+               workers: tuple[int | None, int | None] = (None, None)) -> "DisaggReport":
     """`solve --serving disagg` (and sweep / recommend per cluster size): the pools planned (plan.disagg), each
     pool's configuration ranked like an aggregated candidate, the best aggregated plan on the same cards and SLA
-    for the comparison; report.disagg_view renders the result."""
+    for the comparison; report.disagg_view renders the result. `workers`: the (prefill, decode) worker counts the
+    user fixes (plan.disagg.Workers; None: the rate match picks)."""
     from solver.errors import InfeasibleError
     from solver.estimate.disagg import disagg_hit_note
     from solver.launch.candidates import pool_launch
-    from solver.plan.disagg import DisaggResult, plan_disagg
+    from solver.plan.disagg import DisaggResult, Workers, plan_disagg
     from solver.report.disagg_view import DisaggReport, PoolView, compare
     from solver.specs.notes import input_notes
     from solver.specs.parallel import model_knobs
@@ -299,7 +301,7 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
     spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework)
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     res: DisaggResult = plan_disagg(spec, hw, prec, fw, cards, scenario, params, allow_cross_node, top=top,
-                                    method=method)
+                                    method=method, fixed=Workers(*workers))
     best = res.best
 
     def view(pool) -> PoolView:

@@ -43,3 +43,45 @@ def test_the_better_aggregated_plan_is_the_one_the_scenarios_score_prefers() -> 
     assert better_aggregated({14: cand(1.0, 0.02, 100.0), 16: cand(1.0, 0.02, 400.0)}, sc) == 16
     assert better_aggregated({14: cand(1.0, 0.02, 400.0), 16: cand(1.0, 0.02, 100.0)}, sc) == 14
     assert better_aggregated({14: cand(1.0, 0.02, 400.0), 16: cand(1.0, 0.02, 400.0)}, sc) == 14
+
+
+def _qwen30b_disagg(**workers):
+    from solver.entry import run_disagg
+    from solver.specs.scenario import Scenario
+
+    sc = Scenario(kind="throughput", isl=2048, osl=1024, tpot_ms=50)
+    return run_disagg("qwen3-30b-a3b", "h200_sxm", 8, sc, "sglang", compare_aggregated=False,
+                      workers=(workers.get("prefill"), workers.get("decode")))
+
+
+def test_a_user_fixed_pd_ratio_is_the_deployment_planned() -> None:
+    """`solve --serving disagg --prefill-workers X --decode-workers Y` plans each pool's layout for the xPyD the
+    user runs: every answer (the best and its alternatives) has X prefill and Y decode workers, within the cards."""
+    rep = _qwen30b_disagg(prefill=2, decode=1)
+    for p in (rep.plan, *rep.alternatives):
+        assert (p.prefill.workers, p.decode.workers) == (2, 1) and p.cards <= 8
+
+
+def test_one_fixed_pool_count_leaves_the_other_to_the_rate_match() -> None:
+    """--decode-workers 2 alone: the decode pool has two workers, the prefill count is the planner's."""
+    rep = _qwen30b_disagg(decode=2)
+    assert all(p.decode.workers == 2 for p in (rep.plan, *rep.alternatives))
+
+
+def test_a_fixed_pd_ratio_the_cards_cannot_hold_is_refused_naming_the_cards_it_needs() -> None:
+    """9P9D on 8 cards: no pair; one line naming the ratio and the cards its smallest feasible workers take."""
+    from solver.errors import InfeasibleError
+
+    with pytest.raises(InfeasibleError, match=r"no disaggregated deployment at 9P9D within 8 cards.*takes \d+ cards"):
+        _qwen30b_disagg(prefill=9, decode=9)
+
+
+def test_worker_counts_are_refused_without_disaggregated_serving() -> None:
+    """--prefill-workers on an aggregated solve: refused in one line naming the flag, exit code 2."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    r = CliRunner().invoke(main, ["solve", "qwen3-30b-a3b", "--hardware", "h200_sxm", "--cards", "8",
+                                 "--prefill-workers", "2"])
+    assert r.exit_code == 2 and "--prefill-workers" in r.output and "--serving disagg" in r.output, r.output
