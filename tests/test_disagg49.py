@@ -85,3 +85,11 @@ def test_worker_counts_are_refused_without_disaggregated_serving() -> None:
     r = CliRunner().invoke(main, ["solve", "qwen3-30b-a3b", "--hardware", "h200_sxm", "--cards", "8",
                                  "--prefill-workers", "2"])
     assert r.exit_code == 2 and "--prefill-workers" in r.output and "--serving disagg" in r.output, r.output
+
+
+def test_a_fixed_worker_count_below_one_is_refused_naming_its_flag() -> None:
+    """run_disagg(workers=(0, None)) (the API, which click's range does not guard): one line, --prefill-workers."""
+    from solver.errors import InputError
+
+    with pytest.raises(InputError, match="--prefill-workers"):
+        _qwen30b_disagg(prefill=0)

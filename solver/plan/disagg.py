@@ -180,6 +180,9 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
     `fixed`: the prefill and decode worker counts the user fixes (Workers; None: the rate match picks them)."""
     refuse_too_few_cards(cards)
     fixed = fixed or Workers()
+    for flag, n in (("--prefill-workers", fixed.prefill), ("--decode-workers", fixed.decode)):
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):  # the API's, not click's
+            raise InputError(flag, f"a pool's worker count is a whole number >= 1, got {n!r}")
     if scenario.phase != "serving":
         raise InputError("--phase", "disaggregated planning plans both phases; use --phase serving")
     group = active_group()  # a sweep's kinds and sizes share the phase plans (disagg_pools.PlanGroup)
