@@ -315,6 +315,8 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
     pools = (view(best.prefill), view(best.decode))
     agg, agg_err, agg_cards = None, None, None
     tried: dict[int, Candidate] = {}  # the aggregated plans by the cards they are planned on
+    copies = 0  # the aggregated plan as copies of a smaller server (none on the cards themselves)
+    bound_on_used = None  # what binds one aggregated server on the cards the disaggregated plan uses
     if compare_aggregated:
         # like with like: each side's best within the cards. The aggregated plan on the cards the disaggregated
         # one deploys (its per-rank figures count only those), so a load capped by --max-concurrency /
@@ -330,20 +332,37 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
                     tried[n] = cands[0]
             except InfeasibleError as exc:
                 agg_err = str(exc)
+                bound_on_used = bound_on_used or (", ".join(exc.binding) if n == best.cards else None)
+        if not tried:
+            # no one aggregated server on those cards (ATOM's one node on 24 MI355X): copies of a smaller one
+            # behind a load balancer, as `recommend` weighs them (plan.copies.copy_sizes: whole nodes or whole
+            # shares of one), the fewest that plan; their per-rank figures are one copy's
+            from solver.plan.copies import copy_sizes
+
+            for n in copy_sizes(best.cards, as_launched(hw, fw, best.cards)):
+                try:
+                    _, cands = run_solve(model, hardware, n, scenario, framework, weight_dtype,
+                                         moe_weight_dtype, kv_dtype, method=method, params=params, top=1,
+                                         allow_cross_node=allow_cross_node, explain_binding=False)
+                except InfeasibleError:
+                    continue
+                if cands:
+                    tried[n], copies = cands[0], best.cards // n
+                    break
         if tried:
             agg_cards = better_aggregated(tried, scenario)
-            agg, agg_err = tried[agg_cards], None
+            agg, agg_err = tried[agg_cards], (bound_on_used if copies else None)
     from solver.specs.model_catalog import model_names
 
     asked, config = model_names(model, spec.name) if isinstance(model, str) else (spec.name, None)
     return DisaggReport(asked, hw.name, cards, scenario, best, pools, res.alternatives, agg, agg_err,
                         compare(best, agg, scenario, cards, fw.kvp_splits_attention_weights, agg_err,
                                 agg_cards if agg is not None else None,
-                                tried.get(best.cards) if agg_cards != best.cards else None), res.skipped,
+                                tried.get(best.cards) if agg_cards != best.cards else None, copies), res.skipped,
                         [*input_notes(spec, hw, prec, max_len=scenario.max_seq_len, fw=fw),
                          *filter(None, [disagg_hit_note(scenario.prefix_hit)])], model_knobs(spec),
                         fw.kvp_splits_attention_weights, fw.replica_knobs, config,
-                        agg_cards if agg is not None else None)
+                        agg_cards if agg is not None else None, copies)
 
 
 def better_aggregated(plans: dict[int, Candidate], scenario: Scenario) -> int:

@@ -93,3 +93,25 @@ def test_a_fixed_worker_count_below_one_is_refused_naming_its_flag() -> None:
 
     with pytest.raises(InputError, match="--prefill-workers"):
         _qwen30b_disagg(prefill=0)
+
+
+@pytest.mark.slow
+def test_an_engine_that_runs_one_node_is_compared_as_copies_of_its_aggregated_server() -> None:
+    """DeepSeek-R1 on 32 x MI355X under ATOM (one node a server: C.single_node), 8K/1K, TPOT <= 50 ms: the
+    disaggregated plan is 2P1D of 8-rank workers on 24 cards, where one aggregated server has no configuration.
+    The comparison prices 3 copies of the 8-card aggregated server (as `recommend` weighs copies), not "disagg
+    wins" against nothing; the JSON says so."""
+    from solver.entry import run_disagg, run_solve
+    from solver.report.disagg_view import report_dict
+    from solver.specs.scenario import Scenario
+
+    sc = Scenario(kind="balanced", isl=8192, osl=1024, tpot_ms=50)
+    rep = run_disagg("deepseek-r1", "mi355x", 32, sc, "atom")
+    assert rep.plan.cards == 24 and rep.aggregated is not None
+    assert (rep.aggregated_cards, rep.aggregated_copies) == (8, 3)
+    _, one = run_solve("deepseek-r1", "mi355x", 8, sc, "atom", top=1, explain_binding=False)
+    assert (rep.aggregated.planned.estimate.output_tokens_per_s_per_rank
+            == one[0].planned.estimate.output_tokens_per_s_per_rank)
+    assert any("3 copies of 8 cards" in w and "C.single_node" in w for w in rep.comparison.why), rep.comparison.why
+    agg = report_dict(rep)["aggregated"]
+    assert (agg["cards"], agg["copies"]) == (8, 3)
