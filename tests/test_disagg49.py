@@ -115,3 +115,35 @@ def test_an_engine_that_runs_one_node_is_compared_as_copies_of_its_aggregated_se
     assert any("3 copies of 8 cards" in w and "C.single_node" in w for w in rep.comparison.why), rep.comparison.why
     agg = report_dict(rep)["aggregated"]
     assert (agg["cards"], agg["copies"]) == (8, 3)
+
+
+def test_a_worker_size_is_tested_as_worker_sizes_lists_it() -> None:
+    """disagg_pools.is_worker_size(hw, w, c) is `w in worker_sizes(model, hw, c)` (powers of two and node
+    multiples dividing c, below c) on 8-, 4- and 16-rank nodes, for every c below 300."""
+    from solver.plan.disagg_pools import is_worker_size, worker_sizes
+    from solver.specs.hardware_catalog import load_hardware
+
+    for name in ("h200_sxm", "gb200", "atlas_a3"):
+        hw = load_hardware(name)
+        for c in range(1, 300):
+            listed = set(worker_sizes(None, hw, c))
+            assert {w for w in range(c + 2) if is_worker_size(hw, w, c)} == listed, (name, c)
+
+
+@pytest.mark.slow
+def test_a_concurrency_no_cards_serve_is_answered_in_seconds() -> None:
+    """DeepSeek-R1 on 16 x H200 under SGLang (8K/1K) at --concurrency 4000: the refusal names the cards that
+    would serve it (184: 15 prefill and 8 decode workers of 8) in seconds (40.7 s before cards_for tested sizes
+    without listing them; 100,000 did not end in 5 minutes, 31.8 s after)."""
+    import time
+
+    from solver.entry import run_disagg
+    from solver.errors import InfeasibleError
+    from solver.specs.scenario import Scenario
+
+    sc = Scenario(kind="balanced", isl=8192, osl=1024, concurrency=4000, max_concurrency=4000)
+    t0 = time.perf_counter()
+    with pytest.raises(InfeasibleError) as err:
+        run_disagg("deepseek-r1", "h200_sxm", 16, sc, "sglang")
+    assert "184 cards (15 prefill worker(s) of 8 ranks and 8 decode worker(s) of 8)" in str(err.value.remedy)
+    assert time.perf_counter() - t0 < 20
