@@ -147,3 +147,28 @@ def test_a_concurrency_no_cards_serve_is_answered_in_seconds() -> None:
         run_disagg("deepseek-r1", "h200_sxm", 16, sc, "sglang")
     assert "184 cards (15 prefill worker(s) of 8 ranks and 8 decode worker(s) of 8)" in str(err.value.remedy)
     assert time.perf_counter() - t0 < 20
+
+
+def _pool_envs(model: str, cards: int) -> list[dict]:
+    import json
+
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    out = CliRunner().invoke(main, ["solve", model, "--hardware", "h200_sxm", "--cards", str(cards), "--framework",
+                                    "vllm", "--isl", "2048", "--osl", "1024", "--tpot-ms", "50", "--serving", "disagg",
+                                    "--format", "json"])
+    assert out.exit_code == 0, out.output
+    plan = json.loads(out.stdout)
+    return [n["env"] for pool in ("prefill_pool", "decode_pool") for n in plan[pool]["launch"]["nodes"]]
+
+
+@pytest.mark.slow
+def test_a_hybrid_models_nixl_pools_set_the_conv_state_layout_the_connector_asserts() -> None:
+    """vLLM 0.34.0's NixlConnector worker asserts the DS conv-state layout where the model holds Mamba-type state
+    (nixl/base_worker.py:758-767; the default is SD, mamba_utils.py:36-58): every node of both pools of
+    Qwen3.5-35B-A3B (Gated DeltaNet layers) sets VLLM_SSM_CONV_STATE_LAYOUT=DS; Qwen3-30B-A3B's (attention only)
+    leave it unset."""
+    assert all(env.get("VLLM_SSM_CONV_STATE_LAYOUT") == "DS" for env in _pool_envs("qwen3.5-35b-a3b", 8))
+    assert all("VLLM_SSM_CONV_STATE_LAYOUT" not in env for env in _pool_envs("qwen3-30b-a3b", 8))
