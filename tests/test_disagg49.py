@@ -172,3 +172,26 @@ def test_a_hybrid_models_nixl_pools_set_the_conv_state_layout_the_connector_asse
     leave it unset."""
     assert all(env.get("VLLM_SSM_CONV_STATE_LAYOUT") == "DS" for env in _pool_envs("qwen3.5-35b-a3b", 8))
     assert all("VLLM_SSM_CONV_STATE_LAYOUT" not in env for env in _pool_envs("qwen3-30b-a3b", 8))
+
+
+def _check_sglang(model: str, flags: str):
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    cmd = f"python3 -m sglang.launch_server --model-path x --tp-size 8 --dcp-size 8 {flags}"
+    return CliRunner().invoke(main, ["check", "--command", cmd, "--model", model, "--hardware", "h200_sxm",
+                                     "--isl", "8192", "--osl", "1024", "--concurrency", "8"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("role", ["prefill", "decode"])
+def test_sglang_refuses_dcp_on_a_dsa_model_in_either_pool(role: str) -> None:
+    """sglang 0.5.23 model_overrides/deepseek_v2.py:18-24: 'DSA DCP does not support PD disaggregation' at any
+    --disaggregation-mode but null: a DeepSeek-V3.2 pool command with --dcp-size 8 is refused naming the rule; the
+    same flags as one aggregated server, and DeepSeek-R1's pool (MLA without the indexer), are not."""
+    pool = f"--disaggregation-mode {role} --disaggregation-transfer-backend mooncake"
+    refused = _check_sglang("deepseek-v3.2", pool)
+    assert refused.exit_code == 2 and f"C.pd_{role}_dsa_no_dcp" in refused.output, refused.output
+    assert _check_sglang("deepseek-v3.2", "").exit_code == 0
+    assert "dsa_no_dcp" not in _check_sglang("deepseek-r1", pool).output
