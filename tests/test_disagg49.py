@@ -195,3 +195,25 @@ def test_sglang_refuses_dcp_on_a_dsa_model_in_either_pool(role: str) -> None:
     assert refused.exit_code == 2 and f"C.pd_{role}_dsa_no_dcp" in refused.output, refused.output
     assert _check_sglang("deepseek-v3.2", "").exit_code == 0
     assert "dsa_no_dcp" not in _check_sglang("deepseek-r1", pool).output
+
+
+def test_sglang_plans_no_pipeline_parallel_with_mtp_outside_a_prefill_pool() -> None:
+    """sglang 0.5.23 validation_hook.py:139-165: PP with speculative decoding starts on disaggregated prefill
+    workers only. DeepSeek-R1 on 16 x H100 at --mtp 1 (4K/1K, latency): the answer was Attn TP8 + MoE EP x PP2
+    (TPOT 5.15 ms), a server SGLang refuses; no candidate now has pp_size > 1, and a pasted PP2 command with
+    --speculative-algorithm is refused naming the rule."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+    from solver.entry import run_solve
+    from solver.specs.scenario import Scenario
+
+    sc = Scenario(kind="latency", isl=4096, osl=1024, mtp=1)
+    _, cands = run_solve("deepseek-r1", "h100_sxm", 16, sc, "sglang", top=3, explain_binding=False)
+    assert cands and all(c.planned.config.pp_size == 1 for c in cands)
+    cmd = ("python3 -m sglang.launch_server --model-path x --tp-size 8 --pp-size 2 --ep-size 8 "
+           "--speculative-algorithm NEXTN --speculative-num-steps 1 --speculative-eagle-topk 1 "
+           "--speculative-num-draft-tokens 2 --max-running-requests 2")
+    r = CliRunner().invoke(main, ["check", "--command", cmd, "--model", "deepseek-r1", "--hardware", "h100_sxm",
+                                  "--isl", "4096", "--osl", "1024"])
+    assert r.exit_code != 0 and "C.pp_mtp_prefill_pool_only" in r.output, r.output
