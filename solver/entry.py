@@ -283,14 +283,16 @@ def _pool_candidate(pool, spec, hw, scenario: Scenario, kvp_in_tp: bool, cp_repl
 def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framework: str = DEFAULT_FRAMEWORK,
                weight_dtype: str | None = None, moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
                params: SolverParams | None = None, top: int = 3, allow_cross_node: bool = False,
-               compare_aggregated: bool = True, method: str = "cpsat") -> "DisaggReport":
+               compare_aggregated: bool = True, method: str = "cpsat",
+               workers: tuple[int | None, int | None] = (None, None)) -> "DisaggReport":
     """`solve --serving disagg` (and sweep / recommend per cluster size): the pools planned (plan.disagg), each
     pool's configuration ranked like an aggregated candidate, the best aggregated plan on the same cards and SLA
-    for the comparison; report.disagg_view renders the result."""
+    for the comparison; report.disagg_view renders the result. `workers`: the (prefill, decode) worker counts the
+    user fixes (plan.disagg.Workers; None: the rate match picks)."""
     from solver.errors import InfeasibleError
     from solver.estimate.disagg import disagg_hit_note
     from solver.launch.candidates import pool_launch
-    from solver.plan.disagg import DisaggResult, plan_disagg
+    from solver.plan.disagg import DisaggResult, Workers, plan_disagg
     from solver.report.disagg_view import DisaggReport, PoolView, compare
     from solver.specs.notes import input_notes
     from solver.specs.parallel import model_knobs
@@ -299,7 +301,7 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
     spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework)
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     res: DisaggResult = plan_disagg(spec, hw, prec, fw, cards, scenario, params, allow_cross_node, top=top,
-                                    method=method)
+                                    method=method, fixed=Workers(*workers))
     best = res.best
 
     def view(pool) -> PoolView:
@@ -312,29 +314,64 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
     configs = {p.phase: p.planned.config for p in (best.prefill, best.decode)}  # a command may name both layouts
     pools = (view(best.prefill), view(best.decode))
     agg, agg_err, agg_cards = None, None, None
+    tried: dict[int, Candidate] = {}  # the aggregated plans by the cards they are planned on
+    copies = 0  # the aggregated plan as copies of a smaller server (none on the cards themselves)
+    bound_on_used = None  # what binds one aggregated server on the cards the disaggregated plan uses
     if compare_aggregated:
-        # like with like: the aggregated plan on the cards the disaggregated one deploys (its per-rank figures
-        # count only those), so a load capped by --max-concurrency / --concurrency is not spread over cards the
-        # disaggregated plan leaves idle; on every card only where those few hold no aggregated plan
-        for agg_cards in dict.fromkeys((best.cards, cards)):
+        # like with like: each side's best within the cards. The aggregated plan on the cards the disaggregated
+        # one deploys (its per-rank figures count only those), so a load capped by --max-concurrency /
+        # --concurrency is not spread over cards the disaggregated plan leaves idle; and on every card, which the
+        # aggregated plan may use as well: the rate match can leave a count no aggregated layout runs well (14
+        # H200 as 2 nodes x 7: PP7). The better of the two on the scenario's score (the first on a tie).
+        for n in dict.fromkeys((best.cards, cards)):
             try:
-                _, cands = run_solve(model, hardware, agg_cards, scenario, framework, weight_dtype,
+                _, cands = run_solve(model, hardware, n, scenario, framework, weight_dtype,
                                      moe_weight_dtype, kv_dtype, method=method, params=params, top=1,
                                      allow_cross_node=allow_cross_node, explain_binding=False)
-                agg, agg_err = (cands[0] if cands else None), None
-                break
+                if cands:
+                    tried[n] = cands[0]
             except InfeasibleError as exc:
                 agg_err = str(exc)
+                bound_on_used = bound_on_used or (", ".join(exc.binding) if n == best.cards else None)
+        if not tried:
+            # no one aggregated server on those cards (ATOM's one node on 24 MI355X): copies of a smaller one
+            # behind a load balancer, as `recommend` weighs them (plan.copies.copy_sizes: whole nodes or whole
+            # shares of one), the fewest that plan; their per-rank figures are one copy's
+            from solver.plan.copies import copy_sizes
+
+            for n in copy_sizes(best.cards, as_launched(hw, fw, best.cards)):
+                try:
+                    _, cands = run_solve(model, hardware, n, scenario, framework, weight_dtype,
+                                         moe_weight_dtype, kv_dtype, method=method, params=params, top=1,
+                                         allow_cross_node=allow_cross_node, explain_binding=False)
+                except InfeasibleError:
+                    continue
+                if cands:
+                    tried[n], copies = cands[0], best.cards // n
+                    break
+        if tried:
+            agg_cards = better_aggregated(tried, scenario)
+            agg, agg_err = tried[agg_cards], (bound_on_used if copies else None)
     from solver.specs.model_catalog import model_names
 
     asked, config = model_names(model, spec.name) if isinstance(model, str) else (spec.name, None)
     return DisaggReport(asked, hw.name, cards, scenario, best, pools, res.alternatives, agg, agg_err,
                         compare(best, agg, scenario, cards, fw.kvp_splits_attention_weights, agg_err,
-                                agg_cards if agg is not None else None), res.skipped,
+                                agg_cards if agg is not None else None,
+                                tried.get(best.cards) if agg_cards != best.cards else None, copies), res.skipped,
                         [*input_notes(spec, hw, prec, max_len=scenario.max_seq_len, fw=fw),
                          *filter(None, [disagg_hit_note(scenario.prefix_hit)])], model_knobs(spec),
                         fw.kvp_splits_attention_weights, fw.replica_knobs, config,
-                        agg_cards if agg is not None else None)
+                        agg_cards if agg is not None else None, copies)
+
+
+def better_aggregated(plans: dict[int, Candidate], scenario: Scenario) -> int:
+    """The card count (a key of `plans`, aggregated plans by the cards they are planned on) whose plan scores best
+    on the scenario's score (request latency vs output tokens/s per rank); the first of equal scores."""
+    figs = {n: (scenario.request_latency(c.planned.estimate.ttft_s, c.planned.estimate.tpot_s),
+                1.0 / c.planned.estimate.output_tokens_per_s_per_rank) for n, c in plans.items()}
+    lat0, inv0 = min(f[0] for f in figs.values()), min(f[1] for f in figs.values())
+    return min(figs, key=lambda n: scenario.score(*figs[n], lat0, inv0))
 
 
 # ---------------------------------------------------------------------------------------------- rendering

@@ -102,5 +102,8 @@ def test_solve_never_returns_a_deepep_plan_past_the_cap(mtp: int) -> None:
 
     assert past_cap(SGL) == []
     if mtp == 5:  # the rule is what keeps it out
-        without = SGL.model_copy(update={"rules": [r for r in SGL.rules if r.id != RULE]})
+        # the PP3 plan past the cap is one SGLang also refuses for PP with MTP (C.pp_mtp_prefill_pool_only): both
+        # rules left out, so that the token cap's own effect shows
+        without = SGL.model_copy(update={"rules": [r for r in SGL.rules
+                                                   if r.id not in (RULE, "C.pp_mtp_prefill_pool_only")]})
         assert past_cap(without)

@@ -175,9 +175,14 @@ def refuse_too_few_cards(cards: int) -> None:
 def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, cards: int,
                 scenario: Scenario, params: points.SolverParams | None = None, allow_cross_node: bool = False,
                 mem_opts: MemoryOptions | None = None, sizes: list[int] | None = None,
-                top: int = 3, method: str = "cpsat") -> DisaggResult:
-    """The best disaggregated deployment within `cards` ranks for the scenario and SLA (module docstring)."""
+                top: int = 3, method: str = "cpsat", fixed: Workers | None = None) -> DisaggResult:
+    """The best disaggregated deployment within `cards` ranks for the scenario and SLA (module docstring).
+    `fixed`: the prefill and decode worker counts the user fixes (Workers; None: the rate match picks them)."""
     refuse_too_few_cards(cards)
+    fixed = fixed or Workers()
+    for flag, n in (("--prefill-workers", fixed.prefill), ("--decode-workers", fixed.decode)):
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):  # the API's, not click's
+            raise InputError(flag, f"a pool's worker count is a whole number >= 1, got {n!r}")
     if scenario.phase != "serving":
         raise InputError("--phase", "disaggregated planning plans both phases; use --phase serving")
     group = active_group()  # a sweep's kinds and sizes share the phase plans (disagg_pools.PlanGroup)
@@ -186,7 +191,9 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
     job = _Job(model, hw, prec, fw, cards, params, allow_cross_node, mem_opts, sizes or worker_sizes(model, hw, cards),
                method, plans, together)
     fronts, skipped = job.fronts(scenario)
-    pairs = _pairs(scenario, fronts, cards, fw, model)
+    pairs = _pairs(scenario, fronts, cards, fw, model, fixed)
+    if not pairs and fixed.given:
+        raise fixed_unplaceable(fixed, fronts, cards)
     if not pairs:
         from solver.plan.disagg_remedies import no_pair, unpairable  # they import this module: imported where asked
 
@@ -267,16 +274,48 @@ def ttft_order(t: _Pair) -> tuple[float, int, int]:
     return t.p.estimate.ttft_s + t.d.estimate.tpot_s, t.conc, -t.x
 
 
+class Workers(NamedTuple):
+    """The worker counts a user fixes (`solve --serving disagg --prefill-workers X --decode-workers Y`): None
+    leaves that pool's count to the rate match and the cards."""
+
+    prefill: int | None = None
+    decode: int | None = None
+
+    @property
+    def given(self) -> bool:
+        return self.prefill is not None or self.decode is not None
+
+    def label(self) -> str:
+        return (f"{self.prefill if self.prefill is not None else 'x'}P"
+                f"{self.decode if self.decode is not None else 'y'}D")
+
+
+def fixed_unplaceable(fixed: Workers, fronts: dict, cards: int) -> InfeasibleError:
+    """No pair at the user's worker counts: the fewest cards they take at the smallest feasible worker sizes,
+    or that no worker size of a pool is feasible at all."""
+    wp = min(fronts["prefill"], default=None)
+    wd = min(fronts["decode"], default=None)
+    if wp is None or wd is None:
+        return InfeasibleError(f"no disaggregated deployment at {fixed.label()}: no "
+                               f"{'prefill' if wp is None else 'decode'} worker size is feasible on {cards} cards",
+                               ["B.cards"])
+    need = (fixed.prefill or 1) * wp + (fixed.decode or 1) * wd
+    return InfeasibleError(f"no disaggregated deployment at {fixed.label()} within {cards} cards: the smallest "
+                           f"feasible workers are {wp} ranks (prefill) and {wd} (decode), so {fixed.label()} takes "
+                           f"{need} cards at least (or none of its pairs could be paired or met the load)",
+                           ["B.cards"], remedy=f"--cards {need}, or fewer workers")
+
+
 def _pairs(scenario: Scenario, fronts: dict, cards: int, fw: FrameworkProfile | None = None,
-           model: ModelSpec | None = None) -> list[_Pair]:
+           model: ModelSpec | None = None, fixed: Workers = Workers()) -> list[_Pair]:
     """Every (prefill point, decode point, y, x) that fits the cards, with its ratio estimate (pool_pairs); with
-    `fw`, of the pools its KV transfer can pair (FrameworkProfile.unpaired)."""
+    `fw`, of the pools its KV transfer can pair (FrameworkProfile.unpaired); `fixed`: at the user's counts only."""
     out = []
     paired = _pair_check(fw) if fw is not None else None
     for wp, pre_pts in fronts["prefill"].items():
         for wd, dec_pts in fronts["decode"].items():
             for d in dec_pts:
-                out += pool_pairs(scenario, cards, wp, pre_pts, wd, d, fw, model, paired)
+                out += pool_pairs(scenario, cards, wp, pre_pts, wd, d, fw, model, paired, fixed)
     return out
 
 
@@ -294,21 +333,24 @@ def _pair_check(fw: FrameworkProfile) -> Callable[[ParallelConfig, ParallelConfi
 
 def pool_pairs(scenario: Scenario, cards: int, wp: int, pre_pts: list[Planned], wd: int, d: Planned,
                fw: FrameworkProfile | None = None, model: ModelSpec | None = None,
-               paired: Callable[[ParallelConfig, ParallelConfig], bool] | None = None) -> list[_Pair]:
+               paired: Callable[[ParallelConfig, ParallelConfig], bool] | None = None,
+               fixed: Workers = Workers()) -> list[_Pair]:
     """The pairs of decode point `d` (workers of `wd` ranks) with the prefill points `pre_pts` (of `wp`), y, the
     prefill point, then x in order: those of _pairs. x runs from 1 to the rate match at the decode demand (the
     most prefill workers the decode pool could keep busy, as no request's cycle is shorter than its decode); each
     pair's ratio estimate is the closed loop the full estimate solves (estimate.disagg.closed_loop_rate): C
     clients cycling through the prefill step, their decode and the prefill queue's wait, transfer and fixed costs
     aside. `model`: whose prefill ranks step together (closed_loop.synced_ranks); None: each rank alone.
-    `paired`: fw's pair check, memoized (_pair_check)."""
+    `paired`: fw's pair check, memoized (_pair_check). `fixed`: y and / or x the user fixes (x past the rate
+    match too: the prefill workers the match would leave idle are the user's to keep)."""
     out = []
     if fw is not None:  # pools the engine's KV transfer cannot pair are no deployment (the launch refuses them)
         paired = paired or _pair_check(fw)
         pre_pts = [p for p in pre_pts if paired(p.config, d.config)]
     synced_of = [synced_ranks(model, p.config) if model is not None else 1 for p in pre_pts]
     tpot = d.estimate.tpot_s
-    for y in range(1, (cards - wp) // wd + 1):
+    ys = range(1, (cards - wp) // wd + 1)
+    for y in (ys if fixed.decode is None else [fixed.decode] if fixed.decode in ys else []):
         conc = _concurrency(scenario, d.batch, y)
         # a fixed concurrency makes the planner's bound moot (Scenario)
         if conc is None or (scenario.concurrency is None and conc > scenario.max_concurrency):
@@ -318,7 +360,8 @@ def pool_pairs(scenario: Scenario, cards: int, wp: int, pre_pts: list[Planned], 
             mu_w = p.estimate.output_tokens_per_s  # prompts/s: one token per prompt
             step = p.estimate.ttft_s
             cycle = step + scenario.osl * tpot  # prefill, first decode step, the rest: no queueing, no transfer
-            for x in range(1, workers_to_match(demand, mu_w) + 1):
+            xs = range(1, workers_to_match(demand, mu_w) + 1) if fixed.prefill is None else [fixed.prefill]
+            for x in xs:
                 if x * wp + y * wd > cards:
                     break
                 rate = closed_loop_rate(conc, cycle, x * mu_w, step, synced)

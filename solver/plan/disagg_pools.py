@@ -90,6 +90,12 @@ def worker_sizes(model: ModelSpec, hw: Hardware, cards: int) -> list[int]:
     return sorted(sizes)
 
 
+def is_worker_size(hw: Hardware, size: int, cards: int) -> bool:
+    """`size` in worker_sizes(model, hw, cards), without listing them (cards_for asks it of every count it tries,
+    which a remedy's search at a large --concurrency takes into the hundreds of thousands)."""
+    return 0 < size < cards and (size & (size - 1) == 0 or (size % hw.ranks_per_node == 0 and cards % size == 0))
+
+
 def prefill_batches(new_tokens: int, world: int) -> list[int]:
     """Prompts per prefill step of one worker the prefill plans try: the divisors of W (each is one prompt per
     replica for the layouts of that many replicas, the least step they run, and a few per replica for layouts of
@@ -333,6 +339,6 @@ def cards_for(model: ModelSpec, hw: Hardware, prefill_size: int, decode_size: in
     """The fewest cards (at least `at_least`) on which a prefill worker and a decode worker of these sizes are
     both worker sizes."""
     c = max(prefill_size + decode_size, at_least)
-    while not {prefill_size, decode_size} <= set(worker_sizes(model, hw, c)):
+    while not (is_worker_size(hw, prefill_size, c) and is_worker_size(hw, decode_size, c)):
         c += 1
     return c

@@ -66,7 +66,8 @@ class DisaggReport:
     kvp_in_tp: bool = False  # the engine's KVP reuses its TP ranks: TP as the engine counts it
     replica_knobs: tuple[str, ...] = ()  # FrameworkProfile.replica_knobs: DP as the engine counts it
     config: str | None = None  # the config's own name where `model` (as asked) is another's (model_catalog.model_names)
-    aggregated_cards: int | None = None  # the cards the aggregated plan is on: the disaggregated plan's where they hold one
+    aggregated_cards: int | None = None  # the cards the aggregated plan is on: the disaggregated plan's or every card (entry.run_disagg)
+    aggregated_copies: int = 0  # the aggregated plan is this many copies of aggregated_cards (none fits one server)
 
 
 def utilisation(share: float) -> str:
@@ -100,11 +101,15 @@ def idle_reason(concurrency: int, scenario: Scenario) -> str:
 
 
 def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int,
-            kvp_in_tp: bool = False, agg_error: str | None = None, agg_cards: int | None = None) -> Comparison:
+            kvp_in_tp: bool = False, agg_error: str | None = None, agg_cards: int | None = None,
+            agg_used: Candidate | None = None, agg_copies: int = 0) -> Comparison:
     """Which wins on the scenario's score (request latency vs output tokens/s per rank), by how much, why
     (`agg_error`: why the aggregated plan on the same cards and SLA has no configuration, said beside the
     verdict, so a disaggregated win by default reads as one; `agg_cards`: the cards the aggregated plan was
-    planned on, the disaggregated plan's own where they hold one (entry.run_disagg))."""
+    planned on: the disaggregated plan's own or every card, whichever scores better (entry.run_disagg);
+    `agg_used`: the aggregated plan on the disaggregated plan's cards where it lost to every card; `agg_copies`:
+    the aggregated plan is that many copies of `agg_cards` cards, where one server on the cards has none, and
+    `agg_error` then the binding families of that one server)."""
     e = d.estimate
     if agg is None:
         return Comparison("disagg", None, ("no aggregated configuration fits these cards and SLA"
@@ -142,9 +147,17 @@ def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int
     why.append(f"disaggregation pays {e.transfer.time_s * 1e3:.2f} ms of KV transfer per request "
                f"({e.transfer.bytes_per_request / 1e6:.1f} MB over {e.transfer.tier}) and keeps "
                f"{d.prefill.ranks} of {d.cards} ranks on prefill (utilisation {utilisation(e.times.prefill_utilization)})")
-    if d.cards < cards:
+    if agg_copies:
+        bound = f" ({agg_error})" if agg_error else ""  # with copies: what binds one server
+        why.append(f"one aggregated server has no configuration on {d.cards} cards{bound}: the aggregated plan "
+                   f"is {agg_copies} copies of {agg_cards} cards behind a load balancer, its per-rank figures and "
+                   f"latency one copy's")
+    elif d.cards < cards:
         same = (f"the aggregated plan is priced on the same {d.cards}" if agg_cards == d.cards else
-                f"the aggregated plan, which has no configuration on {d.cards}, on all {cards}")
+                f"the aggregated plan, which has no configuration on {d.cards}, on all {cards}" if agg_used is None
+                else f"the aggregated plan on all {cards}, which it runs better than on {d.cards} (there "
+                     f"{agg_used.planned.estimate.output_tokens_per_s_per_rank:,.1f} output tokens/s per rank, "
+                     f"{agg_used.pattern})")
         why.append(f"the disaggregated plan uses {d.cards} of the {cards} cards "
                    f"({idle_reason(e.concurrency, scenario)}); its per-rank figures count only the ranks used, "
                    f"and {same}")
@@ -270,8 +283,8 @@ def report_dict(r: DisaggReport, ranks_per_node: int | None = None) -> dict[str,
     agg = None
     if r.aggregated is not None:
         a = candidate_dict(r.aggregated, r.knobs, r.replica_knobs)
-        agg = {"cards": r.aggregated_cards or r.cards, "pattern": a["pattern"], "parallel_config": a["parallel_config"],
-               "estimation": a["estimation"]}
+        agg = {"cards": r.aggregated_cards or r.cards, **({"copies": r.aggregated_copies} if r.aggregated_copies else {}),
+               "pattern": a["pattern"], "parallel_config": a["parallel_config"], "estimation": a["estimation"]}
     return {
         "serving": "disagg",
         "model": r.model, **({"config": r.config} if r.config else {}), "hardware": r.hardware, "cards": r.cards,
