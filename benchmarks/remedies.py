@@ -310,7 +310,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=40)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--messages", type=Path, default=None,
+                    help="write each request and its answer (exit code, text) here, to diff two trees' messages")
     args = ap.parse_args()
+    log = args.messages.open("w") if args.messages else None
     rng = random.Random(args.seed)
     start = time.perf_counter()
     results: list[Trial] = []
@@ -321,6 +324,8 @@ def main() -> None:
         kind, argv = draw(rng)
         code, text = run(argv)
         outcomes[(kind, code)] += 1
+        if log:
+            log.write(f"$ {shell(argv)}\nexit {code}\n{text.rstrip()}\n\n")
         if code == 3:
             results.append(Trial("internal_error", False, None, text.strip()[-300:], [shell(argv)]))
             continue

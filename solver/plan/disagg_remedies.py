@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from solver.errors import InfeasibleError, three_figures
+from solver.errors import Change, InfeasibleError, Remedy, remedies, three_figures
 from solver.estimate.disagg import DisaggEstimate, workers_to_match
 from solver.plan.disagg import MAX_EVALUATED, _Pair, _concurrency, _pairs, sla_misses, ttft_order
 from solver.plan.disagg_pools import cards_for, phase_framework, phase_scenario
 from solver.plan.disagg_floor import PrefillScreen
 from solver.plan.diagnosis import SLA_FLAGS, memory_terms, relax_slas
-from solver.plan.memory_remedies import (cheaper_weights, first_that_plans, longest_isl_screened, memory_question,
-                                         might_fit, sla_aside)
+from solver.plan.memory_remedies import (first_that_plans, longest_isl_screened, memory_question, might_fit,
+                                         sla_aside, slas_aside, smaller_weights)
 from solver.specs.launch_spec import POOL_NAMES, pool_role
 from solver.specs.limits import MAX_CONCURRENCY
 from solver.specs.scenario import Scenario
@@ -34,8 +34,7 @@ def unpairable(job: "_Job", fronts: dict) -> InfeasibleError:
     sizes = "; ".join(f"{n} planned at {', '.join(map(str, v))}" for n, v in offered.items())
     return InfeasibleError(f"no disaggregated deployment of {job.model.name} on {job.cards} x {job.hw.name} under "
                            f"{job.fw.name}: the prefill and decode pools that fit break [{check.id}] {check.message}",
-                           sorted(checks), f"what would fit: pools that meet {check.require} ({sizes}), or aggregated "
-                           "serving")
+                           sorted(checks), remedies(f"pools that meet {check.require} ({sizes}), or aggregated serving"))
 
 
 def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, InfeasibleError]) -> InfeasibleError:
@@ -66,12 +65,13 @@ def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, In
                                f"{' or '.join(missing)} worker of at most {largest} ranks is feasible "
                                f"({', '.join(binding)} {'bind' if len(binding) > 1 else 'binds'}{where}"
                                + (f"; {terms}" if terms else "") + ")", binding,
-                               _what_would_fit(_sla_floor(job, scenario, sorted(at_largest)), memory), terms=terms)
+                               remedies(_sla_floor(job, scenario, sorted(at_largest)), *memory), terms=terms)
     need = cards_for(model, hw, smallest["prefill"], smallest["decode"])
     if need > cards:
         return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: the smallest "
                                f"prefill ({smallest['prefill']}) and decode ({smallest['decode']}) workers need {need} "
-                               "cards together", ["cards"], f"what would fit: {need} cards or more")
+                               "cards together", ["cards"],
+                               remedies(Remedy(f"{need} cards or more", (Change("--cards", need),))))
     # the pools fit: the load does not. The most requests the pairs serve within the SLAs (the full estimate's
     # verdict, as plan_disagg's), the planner's range set aside as a fixed concurrency sets it aside
     free = scenario.model_copy(update={"concurrency": None, "max_concurrency": MAX_CONCURRENCY})
@@ -95,10 +95,12 @@ def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, In
                 "a looser SLA" if has_sla else "more cards")
         return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name} serves "
                                f"--concurrency {scenario.concurrency}: {why}", ["concurrency"],
-                               "what would fit: " + (f"--concurrency {most}, or " if most else "") + more)
+                               remedies(Remedy((f"--concurrency {most}, or " if most else "") + more,
+                                               (Change("--concurrency", most),) if most else
+                                               (Change("--cards", bigger[0]),) if bigger else ())))
     return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: the prefill workers "
                            "the rate match needs do not fit beside a decode worker", ["cards"],
-                           "what would fit: more cards")
+                           remedies("more cards"))
 
 
 def _decode_slots(fronts: dict, cards: int, prefill_size: int) -> int:
@@ -149,19 +151,13 @@ def none_meets(job: "_Job", scenario: Scenario, rejected: list[str]) -> Infeasib
     fewer = scenario.concurrency and any(b.startswith("B.memory_per_rank") for b in binding)
     return InfeasibleError(f"no disaggregated deployment of {job.model.name} on {job.cards} x {job.hw.name} meets "
                            f"the SLA: {', '.join(binding)} {'bind' if len(binding) > 1 else 'binds'}", binding,
-                           _what_would_fit(_sla_floor(job, scenario, binding),
-                                           ["a smaller --concurrency"] if fewer else []))
-
-
-def _what_would_fit(sla: str | None, others: list[str]) -> str | None:
-    parts = [*([sla] if sla else []), *others]
-    return "what would fit: " + "; ".join(parts) if parts else None
+                           remedies(_sla_floor(job, scenario, binding), "a smaller --concurrency" if fewer else None))
 
 
 _SLA_FIELDS = {"SLA.ttft": "ttft_ms", "SLA.tpot": "tpot_ms"}
 
 
-def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> str | None:
+def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> Remedy | None:
     """Relax the binding SLAs, and how far: the lowest value of each one's figure over the deployments evaluated
     with those SLAs set aside (pools planned without them, pairs taken in order of the figure's estimate without
     queueing), so the floor is the same whatever value of the SLA was given. None when no SLA binds, or when no
@@ -176,9 +172,9 @@ def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> str | Non
     pairs = _pairs(relaxed, job.fronts(relaxed, diagnose=False, screen=screen)[0], job.cards,  # failures unread
                    job.fw, job.model)
     estimates: dict[int, DisaggEstimate] = {}  # pair index -> its full estimate (each evaluated once)
-    lows = []
+    lows: dict[str, str] = {}  # the SLA's flag -> its lowest figure, as quoted
     for b in slas:
-        _, attr, name = SLA_FLAGS[b]
+        _, attr, _ = SLA_FLAGS[b]
         order = ttft_order if b == "SLA.ttft" else (lambda t: (t.d.estimate.tpot_s, t.conc))
         fitting = []
         for i in sorted(range(len(pairs)), key=lambda i: order(pairs[i]))[:MAX_EVALUATED]:
@@ -188,17 +184,20 @@ def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> str | Non
                 fitting.append(estimates[i])
         if fitting:
             # rounded up: the figure is the cap to pass (--tpot-ms 15.9 misses a lowest TPOT of 15.94 ms)
-            low = three_figures(min(getattr(e, attr) for e in fitting) * 1e3, up=True)
-            lows.append(f"the lowest {name} is {low} ms")
+            lows[b] = three_figures(min(getattr(e, attr) for e in fitting) * 1e3, up=True)
     if not lows:  # no deployment evaluated fits with the SLAs set aside: relaxing them is no remedy alone
         return None
     aside = "them" if len(slas) > 1 else "it"
-    return relax_slas(slas) + (f": with {aside} set aside, of the {len(estimates)} deployments evaluated "
-                               f"{' and '.join(lows)}")
+    shown = " and ".join(f"the lowest {SLA_FLAGS[b][2]} is {low} ms" for b, low in lows.items())
+    # the first floor applied, the other binding SLAs set aside (each floor is over the deployments without them)
+    first = next(iter(lows))
+    return Remedy(relax_slas(slas) + f": with {aside} set aside, of the {len(estimates)} deployments evaluated {shown}",
+                  tuple(Change(SLA_FLAGS[b][0], float(lows[b].replace(",", "")) if b == first else None)
+                        for b in slas))
 
 
 def _memory_remedies(job: "_Job", scenario: Scenario, smallest: dict[str, int | None], missing: list[str]
-                     ) -> list[str]:
+                     ) -> list[Remedy]:
     """What would make the missing pools' workers fit, for the deployment as a whole: the cards a worker of each
     pool needs together where the planner finds one (a pool that has workers keeps its smallest), the
     longest prompt the largest worker holds (_longest_isl), smaller weight formats. No smaller
@@ -218,26 +217,28 @@ def _memory_remedies(job: "_Job", scenario: Scenario, smallest: dict[str, int | 
         slas = scenario.has_slas()
         aside = (f", {load} and the SLAs aside" if load else ", SLAs aside") if slas else (
             f", at one request ({load} aside)" if load else "")
-        out = [f"{need} cards in total (a prefill worker of {sizes['prefill']} ranks and a decode worker of "
-               f"{sizes['decode']}: the planner found a configuration for each{aside})"]
+        out = [Remedy(f"{need} cards in total (a prefill worker of {sizes['prefill']} ranks and a decode worker of "
+                      f"{sizes['decode']}: the planner found a configuration for each{aside})",
+                      (Change("--cards", need), *slas_aside(scenario),
+                       *((Change("--concurrency", None),) if load else ())))]
     elif tried:
-        out = [f"the planner found no {' or '.join(ph for ph in missing if not sizes[ph])} worker at "
-               f"{', '.join(map(str, sorted(set(tried))))} ranks (the sizes a memory screen passes){wide}"]
+        out = [Remedy(f"the planner found no {' or '.join(ph for ph in missing if not sizes[ph])} worker at "
+                      f"{', '.join(map(str, sorted(set(tried))))} ranks (the sizes a memory screen passes){wide}")]
     else:
-        out = [f"no worker of {largest + 1} to {largest * WORKER_GROWTH} ranks holds the weights and the smallest "
-               f"batch{wide}"]
+        out = [Remedy(f"no worker of {largest + 1} to {largest * WORKER_GROWTH} ranks holds the weights and the "
+                      f"smallest batch{wide}")]
     shorter = _longest_isl(job, scenario, missing, largest)
     if shorter:
         out.append(shorter)
-    cheaper = cheaper_weights(job.model, job.hw, job.prec, lambda p: all(
+    cheaper = smaller_weights(job.model, job.hw, job.prec, lambda p: all(
         might_fit(job.model, job.hw, p, phase_framework(job.fw, ph), largest, _smallest_load(scenario, ph), job.mem_opts)
         for ph in missing))
     if cheaper:
-        out.append(f"smaller weights ({cheaper})")
+        out.append(cheaper)
     return out
 
 
-def _longest_isl(job: "_Job", scenario: Scenario, missing: list[str], largest: int) -> str | None:
+def _longest_isl(job: "_Job", scenario: Scenario, missing: list[str], largest: int) -> Remedy | None:
     """The longest --isl (the OSL kept) at which a worker of `largest` ranks of every missing pool holds one
     request, by the memory screen (longest_isl_screened, the least over the pools), that the planner confirms for
     each pool's worker at that size (whether the rate-matched pools then fit the cards is the next question, which
@@ -254,9 +255,10 @@ def _longest_isl(job: "_Job", scenario: Scenario, missing: list[str], largest: i
                             job.method)[0] is None:
             return None
     pools = " and ".join(missing)
-    return (f"--isl {isl} or shorter (the longest prompt a {pools} worker of {largest} rank{'s' * (largest > 1)} "
-            f"holds at OSL {scenario.osl:,}; the planner found such a worker there, the pools' rate match"
-            f"{sla_aside(scenario, ' and the SLAs')} aside)")
+    return Remedy(f"--isl {isl} or shorter (the longest prompt a {pools} worker of {largest} "
+                  f"rank{'s' * (largest > 1)} holds at OSL {scenario.osl:,}; the planner found such a worker there, "
+                  f"the pools' rate match{sla_aside(scenario, ' and the SLAs')} aside)",
+                  (Change("--isl", isl), *slas_aside(scenario)))
 
 
 WORKER_GROWTH = 32  # how far past the largest worker tried a memory remedy looks for one that fits

@@ -1,0 +1,102 @@
+"""A remedy is data on the infeasibility: each option's text and the flag changes it stands for, the sentence written
+in one place, and the readers (recommend, a sweep row) qualifying it without searching its text; the disaggregated
+remedies are checked as the aggregated ones are; a user's factors file is looked up as the shipped factors are."""
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from solver.capacity.recommend import no_fit_note
+from solver.capacity.sweep import REMEDIES, build_plan, solve_task
+from solver.cli.main import main as cli
+from solver.errors import Change, InfeasibleError, Remedies, Remedy, remedies
+from solver.plan.points import SolverParams
+from solver.plan.solve import plan
+from solver.specs.framework import load_framework
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.precision import resolve_precision
+from solver.specs.scenario import Scenario
+
+
+def _run(argv: list[str]) -> tuple[int, str]:
+    res = CliRunner(env={"COLUMNS": "400"}).invoke(cli, argv, catch_exceptions=False)
+    return res.exit_code, res.output
+
+
+def _applied(argv: list[str], changes: tuple[Change, ...]) -> list[str]:
+    """argv with each change made: the flag set to its value, removed (None) or given as a switch (True)."""
+    out = list(argv)
+    for c in changes:
+        if c.flag in out:
+            i = out.index(c.flag)
+            del out[i:i + (1 if out[i + 1:i + 2] == [] or out[i + 1].startswith("--") else 2)]
+        if c.value is True:
+            out.append(c.flag)
+        elif c.value is not None:
+            out += [c.flag, str(c.value)]
+    return out
+
+
+def _infeasible(model: str, hw: str, fw: str, cards: int, **scenario) -> InfeasibleError:
+    spec, h = load_model(model), load_hardware(hw)
+    with pytest.raises(InfeasibleError) as err:
+        plan(spec, h, resolve_precision(spec, h, None, None, None), load_framework(fw), cards,
+             Scenario(kind="throughput", **scenario), SolverParams(time_limit_s=3))
+    return err.value
+
+
+# qwen3.6-35b-a3b's bf16 weights (70.2 GB) on one 65 GB Atlas A2 card, TPOT 12 ms: two remedies with values
+QWEN_ON_ONE_A2 = dict(model="qwen3.6-35b-a3b", hw="atlas_a2", fw="sglang", cards=1, isl=8192, osl=1024, tpot_ms=12.0)
+QWEN_ARGV = ["solve", "qwen3.6-35b-a3b", "--hardware", "atlas_a2", "--isl", "8192", "--osl", "1024", "--framework",
+             "sglang", "--cards", "1", "--tpot-ms", "12", "--time-limit", "3"]
+
+
+def test_the_remedy_sentence_is_written_from_its_options_in_one_place() -> None:
+    r = remedies(Remedy("24 cards fit", (Change("--cards", 24),)), "smaller weights (--weight-dtype fp8)", None)
+    assert r.text() == "what would fit: 24 cards fit; smaller weights (--weight-dtype fp8)"
+    assert r.text(" (on 16 cards)") == "what would fit (on 16 cards): 24 cards fit; smaller weights (--weight-dtype fp8)"
+    assert remedies("raise --time-limit", lead=None).text(" (ignored)") == "raise --time-limit"
+    assert Remedies().text() is None and not Remedies()
+    err = InfeasibleError("no feasible parallel_config", ["B.memory_per_rank"], r)
+    assert str(err) == f"no feasible parallel_config; {r.text()}" and err.remedy == r.text()
+    assert [c.option for c in (Change("--cards", 24), Change("--allow-cross-node", True), Change("--ttft-ms", None))] \
+        == ["--cards 24", "--allow-cross-node", "no --ttft-ms"]
+
+
+def test_an_infeasible_plan_carries_each_remedy_value_as_a_change_it_names() -> None:
+    err = _infeasible(**QWEN_ON_ONE_A2)
+    with_values = [r for r in err.remedies.options if r.changes]
+    assert len(with_values) >= 2
+    for r in with_values:  # the value a change carries is the one its text names
+        assert all(f"{c.value}" in r.text.replace(",", "") for c in r.changes if c.value is not None), r
+    assert Change("--cards", 2) in with_values[0].changes and Change("--tpot-ms", None) in with_values[0].changes
+
+
+def test_each_remedy_change_applied_makes_the_request_feasible() -> None:
+    err = _infeasible(**QWEN_ON_ONE_A2)
+    assert _run(QWEN_ARGV)[0] == 1
+    for r in err.remedies.options:
+        if r.changes:
+            code, out = _run(_applied(QWEN_ARGV, r.changes))
+            assert code == 0, (r, out[-300:])
+
+
+def test_recommend_qualifies_the_planner_remedies_as_data_not_by_searching_their_text() -> None:
+    fit = remedies(Remedy("24 cards fit", (Change("--cards", 24),)))
+    # terms that happen to quote the phrase are left alone: the qualifier goes on the remedies' lead only
+    note = no_fit_note("configuration", 16, "B.memory_per_rank", "weights exceed (what would fit: quoted)", fit)
+    assert note == ("no configuration fits or meets the SLA up to 16 cards (binding: B.memory_per_rank); weights "
+                    "exceed (what would fit: quoted); what would fit (a configuration on 16 cards, the load target "
+                    "aside): 24 cards fit")
+    assert no_fit_note("configuration", 16, "time limit", None, remedies("raise --time-limit", lead=None)) == (
+        "no configuration fits or meets the SLA up to 16 cards (binding: time limit); raise --time-limit")
+
+
+def test_an_infeasible_sweep_row_keeps_what_binds_and_the_remedies_apart() -> None:
+    (t,) = build_plan("qwen3.6-35b-a3b", "atlas_a2", 1, "throughput", isl=8192, osl=1024, tpot_ms=12.0,
+                      framework="sglang", params=SolverParams(time_limit_s=3)).tasks
+    (row,) = solve_task(t)
+    head, fit = row[REMEDIES]
+    assert not row["feasible"] and isinstance(fit, Remedies) and fit.options
+    assert row["note"] == f"{head}; {fit.text()}" and "exceed" in head
