@@ -11,6 +11,7 @@ from solver.capacity.sweep import REMEDIES, build_plan, solve_task
 from solver.cli.main import main as cli
 from solver.errors import Change, InfeasibleError, Remedies, Remedy, remedies
 from solver.plan.points import SolverParams
+from solver.plan.disagg import plan_disagg
 from solver.plan.solve import plan
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
@@ -100,3 +101,34 @@ def test_an_infeasible_sweep_row_keeps_what_binds_and_the_remedies_apart() -> No
     head, fit = row[REMEDIES]
     assert not row["feasible"] and isinstance(fit, Remedies) and fit.options
     assert row["note"] == f"{head}; {fit.text()}" and "exceed" in head
+
+
+# Llama-3.1-405B in bf16 on 8 A100s, disaggregated: no decode worker of 16 to 32 ranks fits with TP inside a node
+LLAMA_ON_8_A100 = ["solve", "llama-3.1-405b", "--hardware", "a100_sxm", "--cards", "8", "--serving", "disagg", "--isl",
+                   "4096", "--osl", "256", "--framework", "vllm", "--time-limit", "3"]
+
+
+def _disagg_infeasible(model: str, hw: str, fw: str, cards: int, **scenario) -> InfeasibleError:
+    spec, h = load_model(model), load_hardware(hw)
+    with pytest.raises(InfeasibleError) as err:
+        plan_disagg(spec, h, resolve_precision(spec, h, None, None, None), load_framework(fw), cards,
+                    Scenario(kind="throughput", **scenario), SolverParams(time_limit_s=3))
+    return err.value
+
+
+@pytest.mark.slow
+def test_a_disaggregated_cross_node_hint_is_the_cards_the_planner_found_with_the_flag_and_works() -> None:
+    err = _disagg_infeasible("llama-3.1-405b", "a100_sxm", "vllm", 8, isl=4096, osl=256)
+    assert "(try --allow-cross-node)" not in str(err)
+    (wide,) = [r for r in err.remedies.options if Change("--allow-cross-node", True) in r.changes]
+    assert wide.text.startswith("32 cards with --allow-cross-node (a prefill worker of 16 ranks and a decode worker")
+    assert _run(_applied(LLAMA_ON_8_A100, wide.changes))[0] == 0
+
+
+@pytest.mark.slow
+def test_a_looser_sla_is_no_disaggregated_remedy_where_no_deployment_serves_the_load_without_the_slas() -> None:
+    # Nemotron-Super-49B on 16 H800s, 512 requests of 32K: without the SLAs the pools still hold 96 at most
+    err = _disagg_infeasible("nemotron-super-49b", "h800", "generic", 16, isl=32768, osl=512, ttft_ms=800.0,
+                             tpot_ms=12.0, concurrency=512)
+    assert err.binding == ["concurrency"] and "a looser SLA" not in str(err)
+    assert all(c.flag != "--tpot-ms" or c.value is not None for r in err.remedies.options for c in r.changes)

@@ -175,8 +175,10 @@ def refuse_too_few_cards(cards: int) -> None:
 def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, cards: int,
                 scenario: Scenario, params: points.SolverParams | None = None, allow_cross_node: bool = False,
                 mem_opts: MemoryOptions | None = None, sizes: list[int] | None = None,
-                top: int = 3, method: str = "cpsat") -> DisaggResult:
-    """The best disaggregated deployment within `cards` ranks for the scenario and SLA (module docstring)."""
+                top: int = 3, method: str = "cpsat", diagnose: bool = True) -> DisaggResult:
+    """The best disaggregated deployment within `cards` ranks for the scenario and SLA (module docstring).
+    `diagnose` False: no deployment raises a bare InfeasibleError, neither why nor a remedy (a remedy's own check,
+    which reads only whether one plans)."""
     refuse_too_few_cards(cards)
     if scenario.phase != "serving":
         raise InputError("--phase", "disaggregated planning plans both phases; use --phase serving")
@@ -185,8 +187,10 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
                        if group is not None else ({}, ()))
     job = _Job(model, hw, prec, fw, cards, params, allow_cross_node, mem_opts, sizes or worker_sizes(model, hw, cards),
                method, plans, together)
-    fronts, skipped = job.fronts(scenario)
+    fronts, skipped = job.fronts(scenario, diagnose=diagnose)
     pairs = _pairs(scenario, fronts, cards, fw, model)
+    if not diagnose and not pairs:
+        raise InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}")
     if not pairs:
         from solver.plan.disagg_remedies import no_pair, unpairable  # they import this module: imported where asked
 
@@ -212,10 +216,12 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
         evaluated, more = _shortlist(job, scenario, [t for t in sorted(pairs, key=ttft_order)[:MAX_EVALUATED]
                                                      if id(t) not in tried])
         rejected += more
+    if not evaluated and not diagnose:
+        raise InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}")
     if not evaluated:
         from solver.plan.disagg_remedies import none_meets
 
-        raise none_meets(job, scenario, rejected)
+        raise none_meets(job, scenario, rejected, fronts)
     lat = [scenario.request_latency(c.estimate.ttft_s, c.estimate.tpot_s) for c in evaluated]
     inv = [1.0 / c.estimate.output_tokens_per_s_per_rank for c in evaluated]
     lat_ref, inv_ref = min(lat), min(inv)

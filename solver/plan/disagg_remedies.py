@@ -11,8 +11,9 @@ from solver.plan.disagg import MAX_EVALUATED, _Pair, _concurrency, _pairs, sla_m
 from solver.plan.disagg_pools import cards_for, phase_framework, phase_scenario
 from solver.plan.disagg_floor import PrefillScreen
 from solver.plan.diagnosis import SLA_FLAGS, memory_terms, relax_slas
-from solver.plan.memory_remedies import (first_that_plans, longest_isl_screened, memory_question, might_fit,
-                                         sla_aside, slas_aside, smaller_weights)
+from solver.plan.memory_remedies import (across_nodes, backed_off, first_that_plans, inside_node,
+                                         longest_isl_screened, memory_question, might_fit, quick_params, sla_aside,
+                                         slas_aside, smaller_weights)
 from solver.specs.launch_spec import POOL_NAMES, pool_role
 from solver.specs.limits import MAX_CONCURRENCY
 from solver.specs.scenario import Scenario
@@ -90,14 +91,20 @@ def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, In
         if most and most < held:
             why += f"; the rate-matched pools serve at most {most:,}" + (" within the SLA" if has_sla else "")
         bigger = _fewest_cards(job, scenario, fronts)
-        more = (f"{bigger[0]} cards ({bigger[1]} prefill worker(s) of {bigger[2]} ranks and {bigger[3]} decode "
-                f"worker(s) of {bigger[4]})" if bigger else
-                "a looser SLA" if has_sla else "more cards")
+        # a looser SLA: how far, as the SLAs' floors at this concurrency (none where no deployment fits without
+        # them: then looser SLAs are no remedy)
+        given = [b for b, f in _SLA_FIELDS.items() if getattr(scenario, f) is not None]
+        looser = None if bigger else _sla_floor(job, scenario, given)
+        more = (Remedy(f"{bigger[0]} cards ({bigger[1]} prefill worker(s) of {bigger[2]} ranks and {bigger[3]} "
+                       f"decode worker(s) of {bigger[4]})", (Change("--cards", bigger[0]),)) if bigger else
+                looser if has_sla else Remedy("more cards"))
+        fewer = _confirmed(job, scenario, most) if most else None
+        if fewer and more:
+            fit = Remedy(f"--concurrency {fewer}, or {more.text}", (Change("--concurrency", fewer),))
+        else:
+            fit = Remedy(f"--concurrency {fewer}", (Change("--concurrency", fewer),)) if fewer else more
         return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name} serves "
-                               f"--concurrency {scenario.concurrency}: {why}", ["concurrency"],
-                               remedies(Remedy((f"--concurrency {most}, or " if most else "") + more,
-                                               (Change("--concurrency", most),) if most else
-                                               (Change("--cards", bigger[0]),) if bigger else ())))
+                               f"--concurrency {scenario.concurrency}: {why}", ["concurrency"], remedies(fit))
     return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: the prefill workers "
                            "the rate match needs do not fit beside a decode worker", ["cards"],
                            remedies("more cards"))
@@ -143,15 +150,54 @@ def _fewest_cards(job: "_Job", scenario: Scenario, fronts: dict) -> tuple[int, i
     return need, t.x, t.p.config.world_size, t.y, t.d.config.world_size
 
 
-def none_meets(job: "_Job", scenario: Scenario, rejected: list[str]) -> InfeasibleError:
+def none_meets(job: "_Job", scenario: Scenario, rejected: list[str], fronts: dict) -> InfeasibleError:
     """Pairs fit, but none evaluated meets the SLAs (or fits the full estimate's memory): what binds, the SLAs'
-    floors, and a smaller --concurrency where a given one makes a decode worker's KV bind."""
+    floors, and the most requests below a given --concurrency the planner serves where it makes a decode
+    worker's KV bind."""
     binding = sorted(set(rejected))
     # a decode worker holds the KV of its share of a given --concurrency: fewer requests need less
-    fewer = scenario.concurrency and any(b.startswith("B.memory_per_rank") for b in binding)
+    fewer = _fewer_requests(job, scenario, fronts) if scenario.concurrency and any(
+        b.startswith("B.memory_per_rank") for b in binding) else None
     return InfeasibleError(f"no disaggregated deployment of {job.model.name} on {job.cards} x {job.hw.name} meets "
                            f"the SLA: {', '.join(binding)} {'bind' if len(binding) > 1 else 'binds'}", binding,
-                           remedies(_sla_floor(job, scenario, binding), "a smaller --concurrency" if fewer else None))
+                           remedies(_sla_floor(job, scenario, binding), fewer))
+
+
+def _fewer_requests(job: "_Job", scenario: Scenario, fronts: dict) -> Remedy | None:
+    """Under a fixed --concurrency, the most requests below it that the pools' pairs serve within the SLAs (the
+    full estimate's verdict, as no_pair reads it), as a remedy the planner confirms at that concurrency and up to
+    REMEDY_PLANS - 1 smaller ones (backed_off, as the aggregated remedy); None where none plans."""
+    c = scenario.concurrency
+    free = scenario.model_copy(update={"concurrency": None, "max_concurrency": MAX_CONCURRENCY})
+    below = [t for t in _pairs(free, fronts, job.cards, job.fw, job.model) if t.conc < c]
+    served = _first_served(job, scenario, sorted(below, key=lambda t: (-t.conc, -t.x)))
+    n = _confirmed(job, scenario, served.conc) if served else None
+    if n is None:
+        return None
+    within = " within the SLA" if scenario.has_slas() else ""
+    return Remedy(f"--concurrency {n:,}{' or fewer' * (n > 1)} (the most requests the pools that fit on "
+                  f"{job.cards} x {job.hw.name} serve{within} by the full estimate"
+                  f"{'' if n == served.conc else f', {served.conc:,}, less what the planner turned away'}; the "
+                  "planner found a deployment there)", (Change("--concurrency", n),))
+
+
+def _confirmed(job: "_Job", scenario: Scenario, most: int) -> int | None:
+    """`most` requests, or up to REMEDY_PLANS - 1 fewer (backed_off, as the aggregated remedies), the first at which
+    the disaggregated planner finds a deployment on the job's cards; None where none does."""
+    return backed_off(most, lambda n: _plans(job, scenario.model_copy(update={"concurrency": n})))
+
+
+def _plans(job: "_Job", scenario: Scenario) -> bool:
+    """Whether the disaggregated planner, in a remedy's small solve (quick_params), finds a deployment for
+    `scenario` on the job's cards (plans_at's question, disaggregated)."""
+    from solver.plan.disagg import plan_disagg  # late: it imports this module where it has no pair
+
+    try:
+        plan_disagg(job.model, job.hw, job.prec, job.fw, job.cards, scenario, quick_params(job.params),
+                    job.allow_cross_node, job.mem_opts, job.sizes, top=1, method=job.method, diagnose=False)
+    except InfeasibleError:
+        return False
+    return True
 
 
 _SLA_FIELDS = {"SLA.ttft": "ttft_ms", "SLA.tpot": "tpot_ms"}
@@ -204,29 +250,28 @@ def _memory_remedies(job: "_Job", scenario: Scenario, smallest: dict[str, int | 
     --concurrency: the phase plans that failed do not depend on it."""
     largest = max(job.sizes)
     sizes = dict(smallest)
-    tried: list[int] = []
+    tried: dict[str, list[int]] = {}  # a missing pool -> the worker sizes the planner was asked about
     for ph in missing:
-        sizes[ph], planned = _fitting_worker(job, scenario, ph, largest)
-        tried += planned
-    wide = "" if job.allow_cross_node else " with TP inside a node (try --allow-cross-node)"
+        sizes[ph], tried[ph] = _fitting_worker(job, scenario, ph, largest)
+    planned = sorted({w for ws in tried.values() for w in ws})
+    wide = inside_node(job.hw, job.fw, planned, job.allow_cross_node)
     if sizes["prefill"] and sizes["decode"]:
-        need = cards_for(job.model, job.hw, sizes["prefill"], sizes["decode"])
-        # each worker is planned at one request with the SLAs set aside (_smallest_load): a given --concurrency
-        # or SLA is the deployment's next question, which the line names
-        load = f"--concurrency {scenario.concurrency:,}" if scenario.concurrency else ""
-        slas = scenario.has_slas()
-        aside = (f", {load} and the SLAs aside" if load else ", SLAs aside") if slas else (
-            f", at one request ({load} aside)" if load else "")
-        out = [Remedy(f"{need} cards in total (a prefill worker of {sizes['prefill']} ranks and a decode worker of "
-                      f"{sizes['decode']}: the planner found a configuration for each{aside})",
-                      (Change("--cards", need), *slas_aside(scenario),
-                       *((Change("--concurrency", None),) if load else ())))]
-    elif tried:
+        out = [_total_cards(job, scenario, sizes, "in total")]
+    elif planned:
         out = [Remedy(f"the planner found no {' or '.join(ph for ph in missing if not sizes[ph])} worker at "
-                      f"{', '.join(map(str, sorted(set(tried))))} ranks (the sizes a memory screen passes){wide}")]
+                      f"{', '.join(map(str, planned))} ranks (the sizes a memory screen passes){wide}")]
+        # --allow-cross-node offered only where the planner finds a worker of each pool with it (across_nodes, as
+        # the aggregated remedy): a hint the rerun refuses again is no remedy
+        across = dict(sizes)
+        for ph in missing if wide else ():
+            across[ph] = across[ph] or across_nodes(job.model, job.hw, job.prec, phase_framework(job.fw, ph),
+                                                    tried[ph], _smallest_load(scenario, ph), job.params,
+                                                    job.mem_opts, job.method)
+        if wide and across["prefill"] and across["decode"]:
+            out.append(_total_cards(job, scenario, across, "with --allow-cross-node"))
     else:
         out = [Remedy(f"no worker of {largest + 1} to {largest * WORKER_GROWTH} ranks holds the weights and the "
-                      f"smallest batch{wide}")]
+                      f"smallest batch")]
     shorter = _longest_isl(job, scenario, missing, largest)
     if shorter:
         out.append(shorter)
@@ -236,6 +281,23 @@ def _memory_remedies(job: "_Job", scenario: Scenario, smallest: dict[str, int | 
     if cheaper:
         out.append(cheaper)
     return out
+
+
+def _total_cards(job: "_Job", scenario: Scenario, sizes: dict[str, int | None], how: str) -> Remedy:
+    """'N cards {how} (a prefill worker of P ranks and a decode worker of D: the planner found a configuration
+    for each...)': the cards the two workers need together; `how` 'with --allow-cross-node' where they were found
+    with TP across nodes (the flag is part of the change)."""
+    need = cards_for(job.model, job.hw, sizes["prefill"], sizes["decode"])
+    # each worker is planned at one request with the SLAs set aside (_smallest_load): a given --concurrency
+    # or SLA is the deployment's next question, which the line names
+    load = f"--concurrency {scenario.concurrency:,}" if scenario.concurrency else ""
+    aside = (f", {load} and the SLAs aside" if load else ", SLAs aside") if scenario.has_slas() else (
+        f", at one request ({load} aside)" if load else "")
+    wide = (Change("--allow-cross-node", True),) if "--allow-cross-node" in how else ()
+    return Remedy(f"{need} cards {how} (a prefill worker of {sizes['prefill']} ranks and a decode worker of "
+                  f"{sizes['decode']}: the planner found a configuration for each{aside})",
+                  (Change("--cards", need), *wide, *slas_aside(scenario),
+                   *((Change("--concurrency", None),) if load else ())))
 
 
 def _longest_isl(job: "_Job", scenario: Scenario, missing: list[str], largest: int) -> Remedy | None:
@@ -255,10 +317,12 @@ def _longest_isl(job: "_Job", scenario: Scenario, missing: list[str], largest: i
                             job.method)[0] is None:
             return None
     pools = " and ".join(missing)
+    # each worker is checked at one request (_smallest_load): a given --concurrency is set aside, and said
+    load = f", --concurrency {scenario.concurrency:,}" if scenario.concurrency else ""
     return Remedy(f"--isl {isl} or shorter (the longest prompt a {pools} worker of {largest} "
                   f"rank{'s' * (largest > 1)} holds at OSL {scenario.osl:,}; the planner found such a worker there, "
-                  f"the pools' rate match{sla_aside(scenario, ' and the SLAs')} aside)",
-                  (Change("--isl", isl), *slas_aside(scenario)))
+                  f"the pools' rate match{load}{sla_aside(scenario, ' and the SLAs')} aside)",
+                  (Change("--isl", isl), *slas_aside(scenario), *((Change("--concurrency", None),) if load else ())))
 
 
 WORKER_GROWTH = 32  # how far past the largest worker tried a memory remedy looks for one that fits

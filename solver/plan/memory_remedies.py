@@ -90,19 +90,15 @@ def memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framewo
     aside = slas_aside(scenario)  # each size is checked with the SLAs set aside
     ruled: dict[int, list[str]] = {}
     fits, planned = _fitting_world(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts, ruled)
-    # the flag matters only where a size tried spans nodes
-    spans = any(w > device_of(as_launched(hw, fw, w)).ranks_per_node for w in planned)
-    wide = "" if allow_cross_node or not spans else " with TP inside a node"
+    wide = inside_node(hw, fw, planned, allow_cross_node)
     if fits is not None:
         out.append(Remedy(f"{fits} cards fit (the planner found a configuration there"
                           f"{sla_aside(scenario, ', SLAs aside')})", (Change("--cards", fits), *aside)))
     elif planned:
         out.append(Remedy(f"the planner found none at {', '.join(map(str, planned))} cards (the sizes a memory "
                           f"screen passes){wide}"))
-        # --allow-cross-node offered only where the planner finds a configuration with it at those sizes: a
-        # hint the rerun refuses again is no remedy
-        across = first_that_plans(model, hw, prec, fw, planned, scenario.model_copy(
-            update={"ttft_ms": None, "tpot_ms": None}), params, True, mem_opts)[0] if wide else None
+        across = across_nodes(model, hw, prec, fw, planned, scenario.model_copy(
+            update={"ttft_ms": None, "tpot_ms": None}), params, mem_opts) if wide else None
         if across is not None:
             out.append(Remedy(f"{across} cards with --allow-cross-node (the planner found a configuration there"
                               f"{sla_aside(scenario, ', SLAs aside')})",
@@ -134,6 +130,22 @@ def memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framewo
     return out
 
 
+def inside_node(hw: Hardware, fw: FrameworkProfile, sizes: Sequence[int], allow_cross_node: bool) -> str:
+    """' with TP inside a node' where --allow-cross-node was not given and a size tried spans nodes (the flag
+    matters only there), else ''."""
+    spans = any(w > device_of(as_launched(hw, fw, w)).ranks_per_node for w in sizes)
+    return "" if allow_cross_node or not spans else " with TP inside a node"
+
+
+def across_nodes(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, sizes: Sequence[int],
+                 scenario: Scenario, params: SolverParams | None, mem_opts: MemoryOptions | None,
+                 method: str = "cpsat") -> int | None:
+    """The first of `sizes` (the ones planned inside a node, which found none) at which the planner finds a
+    configuration with TP across nodes, or None: --allow-cross-node is offered only there, as a hint the rerun
+    refuses again is no remedy (first_that_plans)."""
+    return first_that_plans(model, hw, prec, fw, sizes, scenario, params, True, mem_opts, method)[0]
+
+
 def _longest_isl(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
                  scenario: Scenario, params: SolverParams, allow_cross_node: bool,
                  mem_opts: MemoryOptions | None) -> Remedy | None:
@@ -145,7 +157,7 @@ def _longest_isl(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkP
     lo = longest_isl_screened(model, hw, prec, fw, world, question, mem_opts)
     if lo is None:
         return None
-    isl = _backed_off(lo, lambda n: plans_at(model, hw, prec, fw, world, question.model_copy(update={"isl": n}),
+    isl = backed_off(lo, lambda n: plans_at(model, hw, prec, fw, world, question.model_copy(update={"isl": n}),
                                              params, allow_cross_node, mem_opts))
     if isl is None:
         return None
@@ -175,7 +187,7 @@ def _most_concurrency(model: ModelSpec, hw: Hardware, prec: Precision, fw: Frame
         return None
     # 1 passes the screen; c does not (memory binds)
     lo = bisect_edge(1, c, lambda n: might_fit(model, hw, prec, fw, world, at(n), mem_opts)) or 1
-    n = _backed_off(lo, lambda n: plans_at(model, hw, prec, fw, world, memory_question(at(n)), params,
+    n = backed_off(lo, lambda n: plans_at(model, hw, prec, fw, world, memory_question(at(n)), params,
                                            allow_cross_node, mem_opts))
     if n is None:
         return None
@@ -186,7 +198,7 @@ def _most_concurrency(model: ModelSpec, hw: Hardware, prec: Precision, fw: Frame
                   (Change("--concurrency", n), *slas_aside(scenario)))
 
 
-def _backed_off(start: int, plans: Callable[[int], bool]) -> int | None:
+def backed_off(start: int, plans: Callable[[int], bool]) -> int | None:
     """The first of `start` and up to REMEDY_PLANS - 1 smaller values (each ISL_BACKOFF of the last) at which
     `plans` (a small solve: plans_at) finds a configuration, where what the screen leaves out still binds; None
     where none does."""
