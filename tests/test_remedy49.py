@@ -132,3 +132,37 @@ def test_a_looser_sla_is_no_disaggregated_remedy_where_no_deployment_serves_the_
                              tpot_ms=12.0, concurrency=512)
     assert err.binding == ["concurrency"] and "a looser SLA" not in str(err)
     assert all(c.flag != "--tpot-ms" or c.value is not None for r in err.remedies.options for c in r.changes)
+
+
+# ------------------------------------------------------------------------------------------------ user factors
+
+def _gemm(hw: str, pairs: dict | None) -> float:
+    from solver.specs.fitted import UserFactors, using_user_factors
+
+    with using_user_factors(UserFactors.of("F.yaml", pairs) if pairs else None):
+        return load_framework("vllm").efficiency_for(load_hardware(hw))["gemm"]
+
+
+def test_a_users_fit_is_looked_up_by_fitted_as_as_the_shipped_fit_is() -> None:
+    # h800 carries h100_sxm's shipped factors; a user's h100_sxm pair prices it the same way
+    assert _gemm("h800", None) == _gemm("h100_sxm", None)
+    mine = {"vllm": {"h100_sxm": {"gemm": 0.9}}}
+    assert _gemm("h800", mine) == _gemm("h100_sxm", mine) != _gemm("h800", None)
+
+
+def test_a_users_fit_of_the_variant_itself_comes_before_its_fitted_as_pair() -> None:
+    both = {"vllm": {"h100_sxm": {"gemm": 0.9}, "h800": {"gemm": 0.8}}}
+    assert _gemm("h800", both) == _gemm("h800", {"vllm": {"h800": {"gemm": 0.8}}}) != _gemm("h100_sxm", both)
+
+
+def test_a_factors_pair_of_a_catalog_device_spelt_otherwise_is_refused_naming_the_field(tmp_path) -> None:
+    f = tmp_path / "f.yaml"
+    f.write_text("factors:\n  vllm:\n    H100-SXM:\n      gemm: 0.9\n")
+    code, out = _run(["estimate", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "1", "--framework", "vllm",
+                      "--factors", str(f)])
+    assert code == 2 and out.strip().splitlines()[-1] == (
+        f"error: --factors {f}: factors.vllm.H100-SXM: the catalog device is spelt h100_sxm; a pair is looked up "
+        "by the device's exact name")
+    f.write_text("factors:\n  vllm:\n    my_gpu:\n      gemm: 0.9\n")  # a device file of your own: kept
+    assert _run(["estimate", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "1", "--framework", "vllm",
+                 "--isl", "1024", "--osl", "128", "--concurrency", "1", "--factors", str(f)])[0] == 0
