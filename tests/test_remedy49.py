@@ -56,7 +56,8 @@ QWEN_ARGV = ["solve", "qwen3.6-35b-a3b", "--hardware", "atlas_a2", "--isl", "819
 def test_the_remedy_sentence_is_written_from_its_options_in_one_place() -> None:
     r = remedies(Remedy("24 cards fit", (Change("--cards", 24),)), "smaller weights (--weight-dtype fp8)", None)
     assert r.text() == "what would fit: 24 cards fit; smaller weights (--weight-dtype fp8)"
-    assert r.text(" (on 16 cards)") == "what would fit (on 16 cards): 24 cards fit; smaller weights (--weight-dtype fp8)"
+    assert r.text(" (on 16 cards)") == ("what would fit (on 16 cards): 24 cards fit; smaller weights "
+                                        "(--weight-dtype fp8)")
     assert remedies("raise --time-limit", lead=None).text(" (ignored)") == "raise --time-limit"
     assert Remedies().text() is None and not Remedies()
     err = InfeasibleError("no feasible parallel_config", ["B.memory_per_rank"], r)

@@ -13,7 +13,7 @@ from solver.plan.disagg_floor import PrefillScreen
 from solver.plan.diagnosis import SLA_FLAGS, memory_terms, relax_slas
 from solver.plan.memory_remedies import (across_nodes, backed_off, first_that_plans, inside_node,
                                          longest_isl_screened, memory_question, might_fit, quick_params, sla_aside,
-                                         slas_aside, smaller_weights)
+                                         sla_changes_aside, smaller_weights)
 from solver.specs.launch_spec import POOL_NAMES, pool_role
 from solver.specs.limits import MAX_CONCURRENCY
 from solver.specs.scenario import Scenario
@@ -35,7 +35,8 @@ def unpairable(job: "_Job", fronts: dict) -> InfeasibleError:
     sizes = "; ".join(f"{n} planned at {', '.join(map(str, v))}" for n, v in offered.items())
     return InfeasibleError(f"no disaggregated deployment of {job.model.name} on {job.cards} x {job.hw.name} under "
                            f"{job.fw.name}: the prefill and decode pools that fit break [{check.id}] {check.message}",
-                           sorted(checks), remedies(f"pools that meet {check.require} ({sizes}), or aggregated serving"))
+                           sorted(checks),
+                           remedies(f"pools that meet {check.require} ({sizes}), or aggregated serving"))
 
 
 def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, InfeasibleError]) -> InfeasibleError:
@@ -296,7 +297,7 @@ def _total_cards(job: "_Job", scenario: Scenario, sizes: dict[str, int | None], 
     wide = (Change("--allow-cross-node", True),) if "--allow-cross-node" in how else ()
     return Remedy(f"{need} cards {how} (a prefill worker of {sizes['prefill']} ranks and a decode worker of "
                   f"{sizes['decode']}: the planner found a configuration for each{aside})",
-                  (Change("--cards", need), *wide, *slas_aside(scenario),
+                  (Change("--cards", need), *wide, *sla_changes_aside(scenario),
                    *((Change("--concurrency", None),) if load else ())))
 
 
@@ -322,7 +323,8 @@ def _longest_isl(job: "_Job", scenario: Scenario, missing: list[str], largest: i
     return Remedy(f"--isl {isl} or shorter (the longest prompt a {pools} worker of {largest} "
                   f"rank{'s' * (largest > 1)} holds at OSL {scenario.osl:,}; the planner found such a worker there, "
                   f"the pools' rate match{load}{sla_aside(scenario, ' and the SLAs')} aside)",
-                  (Change("--isl", isl), *slas_aside(scenario), *((Change("--concurrency", None),) if load else ())))
+                  (Change("--isl", isl), *sla_changes_aside(scenario),
+                   *((Change("--concurrency", None),) if load else ())))
 
 
 WORKER_GROWTH = 32  # how far past the largest worker tried a memory remedy looks for one that fits

@@ -87,7 +87,7 @@ def memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framewo
     formats smaller than the current ones that the hardware takes. `sizes_only`: the world size alone (a group
     the rules leave empty, which no sequence, batch or format refills)."""
     out: list[Remedy] = []
-    aside = slas_aside(scenario)  # each size is checked with the SLAs set aside
+    aside = sla_changes_aside(scenario)  # each size is checked with the SLAs set aside
     ruled: dict[int, list[str]] = {}
     fits, planned = _fitting_world(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts, ruled)
     wide = inside_node(hw, fw, planned, allow_cross_node)
@@ -166,7 +166,7 @@ def _longest_isl(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkP
                f"{scenario.osl:,}" if isl == lo else f"the memory screen's longest, {lo:,}, the planner turned away")
     aside = sla_aside(scenario, ", SLAs aside")
     return Remedy(f"--isl {isl} or shorter ({longest}; the planner found a configuration there{aside})",
-                  (Change("--isl", isl), *slas_aside(scenario)))
+                  (Change("--isl", isl), *sla_changes_aside(scenario)))
 
 
 def _most_concurrency(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
@@ -195,7 +195,7 @@ def _most_concurrency(model: ModelSpec, hw: Hardware, prec: Precision, fw: Frame
                   f"hold{'s' * (world == 1)} "
                   f"by the memory screen{'' if n == lo else f', {lo:,}, less what the planner turned away'}; the "
                   f"planner found a configuration there{sla_aside(scenario, ', SLAs aside')})",
-                  (Change("--concurrency", n), *slas_aside(scenario)))
+                  (Change("--concurrency", n), *sla_changes_aside(scenario)))
 
 
 def backed_off(start: int, plans: Callable[[int], bool]) -> int | None:
@@ -374,8 +374,9 @@ SLA_FLAGS = {"SLA.ttft": ("--ttft-ms", "ttft_s", "TTFT"), "SLA.tpot": ("--tpot-m
 SLA_FIELDS = tuple(f for f, _, _ in SLA_FLAGS.values())  # the SLA flags, as a remedy sets them aside
 
 
-def slas_aside(scenario: Scenario) -> tuple[Change, ...]:
-    """The changes that set the scenario's SLAs aside (a remedy checked without them): each given SLA flag removed."""
+def sla_changes_aside(scenario: Scenario) -> tuple[Change, ...]:
+    """The changes that set the scenario's SLAs aside (a remedy checked without them, which sla_aside says in
+    words): each given SLA flag removed."""
     given = {"--ttft-ms": scenario.ttft_ms, "--tpot-ms": scenario.tpot_ms}
     return tuple(Change(f, None) for f in SLA_FIELDS if given[f] is not None)
 
