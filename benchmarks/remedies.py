@@ -20,6 +20,9 @@ Remedy kinds (the text each is read from):
   relax_bare      "relax --F" with no figure (not in a "relaxed together" line): --F dropped -> exit 0
   disagg_lowest   "with them set aside, ... the lowest TPOT is X ms [and the lowest TTFT is Y ms]": each flag alone
                   at its quoted figure, the other SLA dropped -> exit 0
+  disagg_cross_node_cards "N cards with --allow-cross-node (a prefill worker of P ranks and a decode worker of D:
+                  the planner found a configuration for each[, ... aside])": --cards N --allow-cross-node, what it
+                  sets aside dropped -> exit 0
   disagg_cards    "what would fit: N cards or more": --cards N -> exit 0
   disagg_concurrency "what would fit: --concurrency N": -> exit 0
   (recommend: a remedy said "what would fit (a configuration on W cards, the load target aside)" works where the
@@ -35,6 +38,7 @@ Remedy kinds (the text each is read from):
   max_batch       memory "max batch at S tokens: N" (N >= 1): --batch N -> the answer says it fits
 
     python benchmarks/remedies.py --cases 40 --seed 0
+    python benchmarks/remedies.py --cases 40 --seed 2 --disagg     # solve --serving disagg only
 """
 from __future__ import annotations
 
@@ -111,8 +115,8 @@ TTFTS = (None, None, 30.0, 150.0, 800.0)
 TPOTS = (None, None, 4.0, 12.0, 40.0)
 
 
-def draw(rng: random.Random) -> tuple[str, list[str]]:
-    """One request likely to be infeasible: (command kind, argv)."""
+def draw(rng: random.Random, disagg: bool = False) -> tuple[str, list[str]]:
+    """One request likely to be infeasible: (command kind, argv); `disagg`: every one `solve --serving disagg`."""
     models = [aliases[0] for _, aliases in list_models()]
     hw = rng.choice(list_hardware())
     fws = [f for f in list_frameworks() if load_framework(f).runs_on(load_hardware(hw).vendor)]
@@ -121,6 +125,7 @@ def draw(rng: random.Random) -> tuple[str, list[str]]:
     ttft, tpot = rng.choice(TTFTS), rng.choice(TPOTS)
     sla = [*(["--ttft-ms", f"{ttft:g}"] if ttft else []), *(["--tpot-ms", f"{tpot:g}"] if tpot else [])]
     kind = rng.choices(("solve", "disagg", "recommend", "memory", "sweep"), (5, 2, 1.5, 1, 1.5))[0]
+    kind = "disagg" if disagg else kind
     common = ["--hardware", hw, "--isl", str(isl), "--osl", str(osl), "--framework", fw]
     if kind == "solve":
         conc = ["--concurrency", str(rng.choice((64, 256, 1000)))] if rng.random() < 0.25 else []
@@ -249,6 +254,7 @@ def trials(kind: str, argv: list[str], code: int, text: str) -> list[Trial]:
     for m in re.finditer(r"--isl (\d+) or shorter \(([^()]*)\)", text):
         disagg = "rate match" in m.group(2)
         base = _no_sla(argv) if "SLAs aside" in m.group(2) else argv
+        base = with_flag(base, "--concurrency", None) if disagg and "--concurrency" in m.group(2) else base
         out.append(_simple("disagg_isl" if disagg else "isl", with_flag(base, "--isl", m.group(1))))
     binding_memory_only = re.search(r"B\.memory_per_rank binds \(", text) is not None
     for m in re.finditer(r"smaller weights \(((?:--[\w-]+ [\w/]+(?:, )?)+)\)", text):
@@ -289,11 +295,13 @@ def trials(kind: str, argv: list[str], code: int, text: str) -> list[Trial]:
             for other, _ in named:
                 new = with_flag(new, SLA_FLAG[other], None)
             out.append(_simple("disagg_lowest", with_flag(new, SLA_FLAG[n], number(v))))
-    for m in re.finditer(r"([\d,]+) cards in total \([^:]*: the planner found a configuration for each([^)]*)\)?\)",
-                         text):
-        base = _no_sla(argv) if "SLAs aside" in m.group(2) else argv
-        base = with_flag(base, "--concurrency", None) if "--concurrency" in m.group(2) else base
-        out.append(_simple("disagg_total_cards", with_flag(base, "--cards", number(m.group(1)))))
+    for m in re.finditer(r"([\d,]+) cards (in total|with --allow-cross-node) \([^:]*: the planner found a "
+                         r"configuration for each([^)]*)\)?\)", text):
+        base = _no_sla(argv) if "SLAs aside" in m.group(3) else argv
+        base = with_flag(base, "--concurrency", None) if "--concurrency" in m.group(3) else base
+        wide = ["--allow-cross-node"] if "cross" in m.group(2) and "--allow-cross-node" not in argv else []
+        out.append(_simple("disagg_cross_node_cards" if wide else "disagg_total_cards",
+                           [*with_flag(base, "--cards", number(m.group(1))), *wide]))
     for m in re.finditer(r"what would fit: ([\d,]+) cards or more", text):
         out.append(_simple("disagg_cards", with_flag(argv, "--cards", number(m.group(1)))))
     for m in re.finditer(r"what would fit: --concurrency ([\d,]+)", text):
@@ -310,7 +318,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=40)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--disagg", action="store_true",
+                    help="draw disaggregated requests only (solve --serving disagg), the same draws otherwise")
+    ap.add_argument("--messages", type=Path, default=None,
+                    help="write each request and its answer (exit code, text) here, to diff two trees' messages")
     args = ap.parse_args()
+    log = args.messages.open("w") if args.messages else None
     rng = random.Random(args.seed)
     start = time.perf_counter()
     results: list[Trial] = []
@@ -318,9 +331,11 @@ def main() -> None:
     outcomes = collections.Counter()
     by_command: dict = collections.defaultdict(collections.Counter)  # command -> remedy kind -> remedies tried
     for i in range(args.cases):
-        kind, argv = draw(rng)
+        kind, argv = draw(rng, args.disagg)
         code, text = run(argv)
         outcomes[(kind, code)] += 1
+        if log:
+            log.write(f"$ {shell(argv)}\nexit {code}\n{text.rstrip()}\n\n")
         if code == 3:
             results.append(Trial("internal_error", False, None, text.strip()[-300:], [shell(argv)]))
             continue
@@ -344,7 +359,7 @@ def main() -> None:
 
 def report(results: list[Trial], outcomes: collections.Counter, unnamed: collections.Counter, wall: float,
            args: argparse.Namespace) -> None:
-    print(f"\n{args.cases} requests (seed {args.seed}) in {wall:.0f} s; exits: "
+    print(f"\n{args.cases} {'disaggregated ' * args.disagg}requests (seed {args.seed}) in {wall:.0f} s; exits: "
           + ", ".join(f"{k} {c}: {n}" for (k, c), n in sorted(outcomes.items())))
     print(f"\n{'remedy kind':<20}{'tried':>6}{'works':>7}{'figure quoted':>15}{'matches':>9}")
     by = collections.defaultdict(list)

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import NamedTuple
 
 
 QUOTE_WIDTH = 40  # a value or problem quoted inside an error line, at most
@@ -46,27 +48,92 @@ class InputError(ShardplanError):
         super().__init__(f"{field}: {problem}" if field else problem)
 
 
+Value = int | float | str | bool | None
+
+
+class Change(NamedTuple):
+    """One change to the request a remedy stands for: a flag and the value it takes (None: the flag removed, as an
+    SLA set aside; True: a switch given)."""
+
+    flag: str
+    value: Value
+
+    @property
+    def option(self) -> str:
+        """The change as the command line spells it: '--cards 16', '--allow-cross-node', 'no --ttft-ms'."""
+        if self.value is None:
+            return f"no {self.flag}"
+        if self.value is True:
+            return self.flag
+        return f"{self.flag} {self.value}"
+
+
+@dataclass(frozen=True)
+class Remedy:
+    """One option of what would make an infeasible request feasible: its text as the CLI prints it, and the
+    changes it stands for, applied together (where the text offers alternatives, 'A, or B', those of A; () where it
+    names no value to apply: what was tried, a rule no flag lifts)."""
+
+    text: str
+    changes: tuple[Change, ...] = ()
+
+
+WHAT_WOULD_FIT = "what would fit"  # the lead of a remedy sentence (the fuzz's unmet rule reads it)
+
+
+@dataclass(frozen=True)
+class Remedies:
+    """What would make an infeasible request feasible, as data: the options, and the sentence's lead (None: the
+    options stand alone, as 'raise --time-limit' does). `text` is the one place the sentence is written."""
+
+    options: tuple[Remedy, ...] = ()
+    lead: str | None = WHAT_WOULD_FIT
+
+    def text(self, where: str = "") -> str | None:
+        """'what would fit[ where]: A; B', or None without options; `where` qualifies the lead (recommend: the
+        options are for a configuration on the largest size tried, not for the load)."""
+        if not self.options:
+            return None
+        body = "; ".join(r.text for r in self.options)
+        return f"{self.lead}{where}: {body}" if self.lead else body
+
+    def __bool__(self) -> bool:
+        return bool(self.options)
+
+
+def remedies(*options: Remedy | str | None, lead: str | None = WHAT_WOULD_FIT) -> Remedies:
+    """Remedies of `options` (a bare text is an option with no change to apply; None is left out)."""
+    return Remedies(tuple(o if isinstance(o, Remedy) else Remedy(o) for o in options if o), lead)
+
+
 class InfeasibleError(ShardplanError):
     """No configuration satisfies the constraints. Exit code 1.
 
-    `binding` names the constraint(s) that bind; `remedy` says what would make it feasible. `proven`: the search
-    showed that nothing fits (False where a time limit or the planner's cut budget stopped it first). `terms`: what
-    binds in the model's terms (its weights and cache against the cards' memory, a rule in the engine's words),
-    as the message states it, for a caller that shows the binding families and the remedy apart (a sweep row).
+    `binding` names the constraint(s) that bind; `remedies` what would make it feasible, as data (each option's
+    text and the flag changes it stands for); `remedy` is their sentence. `proven`: the search showed that nothing
+    fits (False where a time limit or the planner's cut budget stopped it first). `terms`: what binds in the
+    model's terms (its weights and cache against the cards' memory, a rule in the engine's words), as the message
+    states it, for a caller that shows the binding families and the remedy apart (a sweep row).
     """
 
     exit_code = 1
 
-    def __init__(self, message: str, binding: list[str] | None = None, remedy: str | None = None,
+    def __init__(self, message: str, binding: list[str] | None = None, remedies: Remedies | None = None,
                  proven: bool = True, terms: str | None = None):
         self.binding = binding or []
-        self.remedy = remedy
+        self.remedies = remedies or Remedies()
         self.proven = proven
         self.terms = terms
+        self.message = message
         text = message
-        if remedy:
-            text += f"; {remedy}"
+        if self.remedy:
+            text += f"; {self.remedy}"
         super().__init__(text)
+
+    @property
+    def remedy(self) -> str | None:
+        """The remedies' sentence ('what would fit: ...'), or None."""
+        return self.remedies.text()
 
 
 class InternalError(ShardplanError):

@@ -49,10 +49,18 @@ def load_factors_file(path: str, flag: str = "--factors") -> dict[str, dict[str,
     model = validate_model(FactorsFile, data, f"{flag} {path}")
     if not any(model.factors.values()):
         raise InputError(f"{flag} {path}: factors", "holds no (framework, hardware) pair")
+    from solver.specs.hardware_catalog import catalog_spelling
+
     for fw, pairs in model.factors.items():
         for hw, pair in pairs.items():  # an empty pair would be named "priced" while the shipped fit priced it
             if not pair.model_dump(exclude_none=True):
                 raise InputError(f"{flag} {path}: factors.{fw}.{hw}", "sets no factor")
+            # a catalog device spelt otherwise is looked up by no device (pairs are keyed by the exact name); a
+            # name the catalog does not know is kept: a device file of your own is keyed by its own name
+            spelt = catalog_spelling(hw)
+            if spelt is not None and spelt != hw:
+                raise InputError(f"{flag} {path}: factors.{fw}.{hw}", f"the catalog device is spelt {spelt}; a pair "
+                                                                      "is looked up by the device's exact name")
         try:
             load_framework(fw)
         except InputError as exc:

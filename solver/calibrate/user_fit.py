@@ -33,7 +33,7 @@ from solver.calibrate.rows import (
 )
 from solver.errors import InputError
 from solver.estimate.serving import DEFAULT_REQUEST_OVERHEAD_S
-from solver.specs.fitted import fitted_factors, fitted_factors_path, fitted_global, pair_factors
+from solver.specs.fitted import fit_keys, fitted_factors, fitted_factors_path, fitted_global, pair_factors
 
 # a factor whose whole range (rows.BOUNDS) moves no row's TTFT or TPOT by this much (ln ratio) is not fitted: the
 # estimate's median error on the calibration rows is 10-20% (README.md, accuracy), so a smaller move cannot be
@@ -73,9 +73,8 @@ class PairFit:
 def shipped_pair(p: Prepared) -> dict[str, float]:
     """The shipped fit's factors of the row's pair, as FrameworkProfile.efficiency_for reads them."""
     fw, path = p.case.framework, fitted_factors_path()
-    name = fw.fitted_as or fw.name
-    shared = fitted_global(p.case.hw.vendor, path, framework=name)
-    return pair_factors(fitted_factors(path), shared, name, p.case.hw.fitted_name)
+    shared = fitted_global(p.case.hw.vendor, path, framework=fw.fitted_as or fw.name)
+    return pair_factors(fitted_factors(path), shared, fit_keys(fw.name, fw.fitted_as), p.case.hw.fit_keys)
 
 
 def predict_as(p: Prepared, pair: Mapping[str, float]) -> tuple[float, float]:

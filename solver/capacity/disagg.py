@@ -377,7 +377,7 @@ def _first_that_carries(model: str, hw: str, sizes: list[int], sc: Scenario, tok
         return chosen[1]
     if most is None:
         note = no_fit_note("disaggregated deployment", sizes[-1], "; ".join(last.binding) if last else "",
-                           last.remedy if last else None)
+                           None, last.remedies if last else None)
     else:
         note = shortfall_note(most[0], most[1], tok_s, sc.has_slas(),
                               max_copies=max_copies)

@@ -38,8 +38,9 @@ import pandas as pd
 from solver.catalog import DEFAULT_FRAMEWORK
 from solver.capacity.inputs import DEFAULT_SCENARIOS, default_cards, parse_cards
 from solver.capacity.pricing import costs, parse_prices
-from solver.capacity.sweep import UNROUNDED, Task, build_plan, hardware_list, solve_task, sweep_rows
-from solver.errors import InputError
+from solver.capacity.sweep import (REMEDIES, UNROUNDED, Task, build_plan, hardware_list, infeasible_note, solve_task,
+                                    sweep_rows)
+from solver.errors import Change, InputError, Remedies, Remedy, remedies
 from solver.plan.points import SolverParams
 from solver.space.domains import range_note
 from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, MAX_CARDS, MAX_CONCURRENCY
@@ -349,6 +350,7 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
     # the most copies of one size carry within MAX_CARDS in all: (tok/s together, copies, cards, tok/s per copy)
     best_in_cap: tuple[float, int, int, float] | None = None
     last_binding, last_remedy = "", None  # the largest infeasible size's binding constraint and the planner's remedy
+    last_why: tuple = (None, None)  # its REMEDIES: what binds in the model's terms, and the Remedies
     infeasible: list[tuple[int, str]] = []  # (cards, binding) of the sizes with no feasible configuration
     # total cards, a copy spanning hosts (0 / 1), engines (copies x replicas_per_copy), copies, task, row, range start
     chosen: tuple[int, int, int, int, Task, dict[str, Any], int] | None = None
@@ -365,6 +367,7 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
         if not ok:
             last_binding = rows[0]["binding_constraint"] if rows else ""
             last_remedy = rows[0].get("note") if rows else None
+            last_why = rows[0].get(REMEDIES, (last_remedy, None)) if rows else (None, None)
             infeasible.append((t.cards, last_binding))
             continue
         top = max(ok, key=lambda r: r["output_tokens_per_s"])
@@ -395,7 +398,7 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
         return opt
     largest = tasks[-1].cards if tasks else 0
     if best_seen is None:
-        opt.note = no_fit_note("configuration", largest, last_binding, last_remedy)
+        opt.note = no_fit_note("configuration", largest, last_binding, *last_why)
     else:
         sc = tasks[-1].scenario
         # more cards help only where the largest size tried had a configuration
@@ -450,13 +453,13 @@ def _met(opt: Option, total: int, n: int, t: Task, r: dict[str, Any], start: int
     return opt
 
 
-def no_fit_note(what: str, largest: int, binding: str, remedy: str | None = None) -> str:
+def no_fit_note(what: str, largest: int, binding: str, head: str | None = None,
+                remedies: Remedies | None = None) -> str:
     """No size tried has a `what` (configuration, disaggregated deployment) that fits and meets the SLA: the
-    constraint that binds on the largest, and what would give one there when known: the planner's remedy is for
-    a {what} on those cards, not for the load, which its rerun may still fall short of (the line says so)."""
-    if remedy and "what would fit: " in remedy:  # the planner's note: its terms, then what would fit there
-        head, _, rest = remedy.partition("what would fit: ")
-        remedy = f"{head}what would fit (a {what} on {largest} cards, the load target aside): {rest}"
+    constraint that binds on the largest (`binding`; `head`: in the model's terms), and what would give one there
+    when known: the planner's remedies are for a {what} on those cards, not for the load, which its rerun may
+    still fall short of (the sentence says so)."""
+    remedy = infeasible_note(head, remedies or Remedies(), f" (a {what} on {largest} cards, the load target aside)")
     return (f"no {what} fits or meets the SLA up to {largest} cards" + (f" (binding: {binding})" if binding else "")
             + (f"; {remedy}" if remedy else ""))
 
@@ -498,10 +501,11 @@ def cluster_cap_note(most: float, copies: int, cards: int, per_copy: float, tok_
     """The load is past what MAX_CARDS cards carry as copies of any size tried (the best `copies` of `cards` at
     `per_copy` each, `most` together): that cap binds, and a share of the load that fits is the remedy."""
     clusters = math.ceil(tok_s / most)
+    fit = remedies(Remedy(f"a target up to {most:,.0f} (the load split over {clusters:,} clusters), or sizes that "
+                          "carry more per card", (Change("--target-output-tokens-per-s", round(most)),)))
     return (f"binding: the cap of {MAX_CARDS:,} cards in all (the most a cluster may have here), where the sizes "
             f"tried carry at most {most:,.0f} output tokens/s ({copies:,} copies of {_cards(cards)} at "
-            f"{per_copy:,.0f} each); what would fit: a target up to {most:,.0f} (the load split over {clusters:,} "
-            f"clusters), or sizes that carry more per card")
+            f"{per_copy:,.0f} each); {fit.text()}")
 
 
 def _cards(n: int) -> str:

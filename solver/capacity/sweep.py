@@ -32,7 +32,7 @@ from solver.capacity import executors
 from solver.capacity.inputs import parse_cards, parse_scenarios, parse_seq_lens, per_hardware, scenario_for
 from solver.capacity.table import mtp_columns, to_frame
 from solver.report.digits import rounded
-from solver.errors import InfeasibleError, InputError, ShardplanError
+from solver.errors import InfeasibleError, InputError, Remedies, ShardplanError
 from solver.plan.deployment_front import undominated
 from solver.plan.points import SolverParams
 from solver.specs.fitted import UserFactors, active_user_factors, using_user_factors
@@ -44,6 +44,12 @@ if TYPE_CHECKING:
 
 GB = 1e9
 UNROUNDED = "unrounded"  # a row's key holding its figures before DIGITS' rounding (solve_task)
+REMEDIES = "remedies"  # an infeasible row's key: (what binds in the model's terms, the Remedies), not a column
+
+
+def infeasible_note(head: str | None, remedies: Remedies, where: str = "") -> str:
+    """An infeasible row's note: what binds, then the remedies' sentence (`where` qualifies its lead)."""
+    return "; ".join(t for t in (head, remedies.text(where)) if t)
 PLANNER_FRONT = "planner_front"  # a row's key: the planner put its point on the front (solve_task, share_front)
 PLAIN_NOTE = "plain_note"  # a row's key: its note as a row that is no candidate (share_front's copies)
 
@@ -228,9 +234,12 @@ def _solve_task(t: Task) -> list[dict[str, Any]]:
                                   explain_binding=t.explain_binding, priced_reasons=False)  # rows carry no reason
     except InfeasibleError as err:
         row = _base_row(t, _model_name(t.model), placed)
+        # what binds in the model's terms (the message where there are neither terms nor remedies), then the
+        # remedies' sentence; the parts kept apart (REMEDIES) for a reader that qualifies the sentence (recommend)
+        head = err.terms if err.remedies or err.terms else str(err)
         row.update(feasible=False, on_front=False, memory_feasible=None,
                    binding_constraint="; ".join(err.binding) or "memory and framework rules combined",
-                   note=("; ".join(t for t in (err.terms, err.remedy) if t) or str(err)))
+                   note=infeasible_note(head, err.remedies), **{REMEDIES: (head, err.remedies)})
         return [row]
     except ShardplanError as err:
         return [{"__error__": type(err).__name__, "field": getattr(err, "field", ""),

@@ -4,13 +4,13 @@ a shorter sequence), each confirmed by the planner where a screen cannot tell.
 """
 from __future__ import annotations
 
-from solver.errors import InfeasibleError, three_figures
+from solver.errors import Change, InfeasibleError, Remedy, remedies as remedies_of, three_figures
 from solver.estimate.memory import memory_per_rank
 from solver.estimate.memory_options import MemoryOptions
 from solver.plan import cpsat
 from solver.plan.groups import GROUPS
 from solver.plan.points import Point, SolverParams
-from solver.plan.memory_remedies import (first_that_plans, memory_remedies, quick_params,
+from solver.plan.memory_remedies import (SLA_FIELDS, SLA_FLAGS, first_that_plans, memory_remedies, quick_params,
                                          remedy_worlds)
 from solver.plan.table_build import attention_rejections
 from solver.plan.tables import Tables
@@ -66,43 +66,50 @@ def explain_infeasible(model: ModelSpec, hw: Hardware, prec: Precision, fw: Fram
         terms.append(f"{binding[-1]} on {world} ranks ({hw.name} nodes of {hw.ranks_per_node})"
                      + (": " + "; ".join(rule_terms(r, g, fw, space) for r in rules) if rules else ""))
     stalled = [t for t in planner.timeouts.values() if not t.found]
-    remedies = []
+    remedies: list[Remedy] = []
     launchable = launchable_sizes(hw, fw, world)
     if launchable:  # no equal share of the ranks over their nodes: the launch itself refuses, whatever the layout
-        remedies.append(" or ".join(split_text(w, hw.ranks_per_node) for w in launchable)
-                        + f" ranks spread evenly over their nodes, as {fw.name}'s launch needs")
+        remedies.append(Remedy(" or ".join(split_text(w, hw.ranks_per_node) for w in launchable)
+                               + f" ranks spread evenly over their nodes, as {fw.name}'s launch needs",
+                               (Change("--cards", launchable[0]),)))
     batch_ids = {r.id for r in fw.batch_rules}
     if scenario.concurrency is not None and batch_ids & set(binding) and tables.choices["attn"]:
         # a fixed concurrency the engine's batch rules turn away: the nearest its layouts run, first
         reach = _batch_reach(model, hw, fw, world, scenario, tables, sorted(batch_ids & set(binding)))
         remedies += [reach] if reach else []
-    memory: list[str] = []
+    memory: list[Remedy] = []
     if "B.memory_per_rank" in binding or not binding or empty:
         # a group the rules empty has no layout at any sequence, batch or weight format: only the size helps
         memory = memory_remedies(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts,
                                   sizes_only=bool(empty) and "B.memory_per_rank" not in binding)
     slas = [b for b in binding if b.startswith("SLA")]
-    sla = None
+    sla: list[Remedy] = []  # relax the SLAs, then the cards and the concurrency that meet them
     if slas:
-        sla = _sla_reach(planner, tables, world, slas, together=jointly)
+        sla.append(_sla_reach(planner, tables, world, slas, together=jointly))
         more = _sla_world(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts)
-        sla += f"; or {more} cards (the planner meets the SLA there)" if more else ""
+        if more:
+            sla.append(Remedy(f"or {more} cards (the planner meets the SLA there)", (Change("--cards", more),)))
         fewer = _sla_concurrency(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts)
-        sla += f"; or --concurrency {fewer:,} (the planner meets the SLA there)" if fewer else ""
+        if fewer:
+            sla.append(Remedy(f"or --concurrency {fewer:,} (the planner meets the SLA there)",
+                              (Change("--concurrency", fewer),)))
     if jointly and memory and sla:
         # families that free a configuration only relaxed together: one memory remedy and the SLA, not either
-        remedies.append(f"relaxed together, as neither suffices alone: memory ({' or '.join(memory)}) and the "
-                        f"SLA ({sla})")
+        both = {c.flag: c for c in sla[0].changes} | {c.flag: c for c in memory[0].changes if c.flag not in SLA_FIELDS}
+        remedies.append(Remedy(f"relaxed together, as neither suffices alone: memory "
+                               f"({' or '.join(m.text for m in memory)}) and the SLA "
+                               f"({'; '.join(r.text for r in sla)})", tuple(both.values())))
     else:
-        remedies += memory + ([sla] if sla else [])
+        remedies += memory + sla
     if stalled:
-        remedies.append(f"{len(stalled)} relaxed solve(s) timed out, so the binding list may be short; "
-                        "raise --time-limit")
+        remedies.append(Remedy(f"{len(stalled)} relaxed solve(s) timed out, so the binding list may be short; "
+                               "raise --time-limit"))
     stopped = sorted({c.batch for c in planner.cut_stops if c.asked == "the front" and c.reason == "rejected"})
     if stopped:
-        remedies.append(f"the cut loop stopped at {len(stopped)} concurrenc{'y' if len(stopped) == 1 else 'ies'} "
-                        f"({', '.join(map(str, stopped[:6]))}) after {planner.max_cuts} configurations the full "
-                        "estimate rejected, so a fitting one may exist there; a fixed --concurrency searches one")
+        remedies.append(Remedy(f"the cut loop stopped at {len(stopped)} concurrenc"
+                               f"{'y' if len(stopped) == 1 else 'ies'} ({', '.join(map(str, stopped[:6]))}) after "
+                               f"{planner.max_cuts} configurations the full estimate rejected, so a fitting one may "
+                               "exist there; a fixed --concurrency searches one"))
     names = ", ".join(binding) if binding else "the combination of memory and framework rules"
     why = f"{names} {'bind' if len(binding) > 1 else 'binds'}" + (
         " together (no one of them relaxed alone frees a configuration)" if jointly else "")
@@ -113,7 +120,7 @@ def explain_infeasible(model: ModelSpec, hw: Hardware, prec: Precision, fw: Fram
     elif terms:
         why += f" ({'; '.join(terms)})"
     return InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}: {why}",
-                           binding, "what would fit: " + "; ".join(remedies) if remedies else None,
+                           binding, remedies_of(*remedies),
                            terms="; ".join(terms) or None)
 
 
@@ -156,7 +163,7 @@ def memory_terms(model: ModelSpec, hw: Hardware, prec: Precision, world: int, sc
 
 
 def _batch_reach(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, scenario: Scenario,
-                 tables: Tables, ids: list[str]) -> str | None:
+                 tables: Tables, ids: list[str]) -> Remedy | None:
     """The most requests below a fixed concurrency that an attention layout holding that concurrency in memory
     (with its stage count's least-memory other groups) may run under the engine's batch rules `ids`
     (cann-recipes: a multiple of the attention DP size); fewer sequences fit where more do. None where no
@@ -193,11 +200,7 @@ def _batch_reach(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: in
             f"that hold{'s' if one else ''} {c:,} sequences run{'s' if one else ''} {below:,})")
     if counts[most] > counts[below]:
         text += f", or --concurrency {most:,} ({share(counts[most])} run it)"
-    return text
-
-
-# a binding SLA family -> (its flag, the figure's attribute on Figures and estimates, the figure's name)
-SLA_FLAGS = {"SLA.ttft": ("--ttft-ms", "ttft_s", "TTFT"), "SLA.tpot": ("--tpot-ms", "tpot_s", "TPOT")}
+    return Remedy(text, (Change("--concurrency", below),))
 
 
 def relax_slas(slas: list[str], together: bool = False) -> str:
@@ -209,7 +212,8 @@ def relax_slas(slas: list[str], together: bool = False) -> str:
     return "relax " + ("/".join(flags) or "--ttft-ms/--tpot-ms")
 
 
-def _sla_reach(planner: cpsat.Planner, tables: Tables, world: int, slas: list[str], together: bool = False) -> str:
+def _sla_reach(planner: cpsat.Planner, tables: Tables, world: int, slas: list[str], together: bool = False
+               ) -> Remedy:
     """What the binding SLAs would have to allow: the fastest configuration (least request latency) at the
     smallest concurrency with those SLAs set aside, and the figures they cap; naming it keeps the remedy in the
     deployment's own figures rather than a bare 'relax'."""
@@ -217,15 +221,16 @@ def _sla_reach(planner: cpsat.Planner, tables: Tables, world: int, slas: list[st
     # none (an engine's batch rule, a memory that holds only more sequences per DP group)
     b, p = next(((b, p) for b in tables.batches if (p := planner.best(b, relaxed=frozenset(slas)))), (None, None))
     if p is None:
-        return relax_slas(slas, together)
+        return Remedy(relax_slas(slas, together), tuple(Change(SLA_FLAGS[s][0], None) for s in slas))
     fig = planner.latency_of(b, dict(p.picks))[1]
     cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
     knobs = " ".join(f"{k}={v}" for k, v in cfg.knobs().items() if v > 1) or "all knobs 1"
     # rounded up: each figure is quoted as the cap to pass (--tpot-ms 33.1 misses a TPOT of 33.14 ms)
-    shown = ", ".join(f"{SLA_FLAGS[s][2]} {three_figures(getattr(fig, SLA_FLAGS[s][1]) * 1e3, up=True)} ms"
-                      for s in slas)
-    return (f"{relax_slas(slas, together)}: the fastest configuration at concurrency {b} on {world} "
-            f"card{'s' if world != 1 else ''} ({knobs}) shows {shown}")
+    caps = {s: three_figures(getattr(fig, SLA_FLAGS[s][1]) * 1e3, up=True) for s in slas}
+    shown = ", ".join(f"{SLA_FLAGS[s][2]} {cap} ms" for s, cap in caps.items())
+    return Remedy(f"{relax_slas(slas, together)}: the fastest configuration at concurrency {b} on {world} "
+                  f"card{'s' if world != 1 else ''} ({knobs}) shows {shown}",
+                  tuple(Change(SLA_FLAGS[s][0], float(cap.replace(",", ""))) for s, cap in caps.items()))
 
 
 def _sla_world(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
-from solver.errors import InfeasibleError, InputError
+from solver.errors import Change, InfeasibleError, InputError, Remedy, remedies
 from solver.estimate.compute import factors_for
 from solver.estimate.closed_loop import first_wave_groups, synced_ranks
 from solver.estimate.disagg import (DisaggEstimate, DisaggWorkload, burst_blend, burst_weight, closed_loop_rate,
@@ -175,9 +175,12 @@ def refuse_too_few_cards(cards: int) -> None:
 def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, cards: int,
                 scenario: Scenario, params: points.SolverParams | None = None, allow_cross_node: bool = False,
                 mem_opts: MemoryOptions | None = None, sizes: list[int] | None = None,
-                top: int = 3, method: str = "cpsat", fixed: Workers | None = None) -> DisaggResult:
+                top: int = 3, method: str = "cpsat", fixed: Workers | None = None,
+                diagnose: bool = True) -> DisaggResult:
     """The best disaggregated deployment within `cards` ranks for the scenario and SLA (module docstring).
-    `fixed`: the prefill and decode worker counts the user fixes (Workers; None: the rate match picks them)."""
+    `fixed`: the prefill and decode worker counts the user fixes (Workers; None: the rate match picks them).
+    `diagnose` False: no deployment raises a bare InfeasibleError, neither why nor a remedy (a remedy's own check,
+    which reads only whether one plans)."""
     refuse_too_few_cards(cards)
     fixed = fixed or Workers()
     for flag, n in (("--prefill-workers", fixed.prefill), ("--decode-workers", fixed.decode)):
@@ -190,8 +193,10 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
                        if group is not None else ({}, ()))
     job = _Job(model, hw, prec, fw, cards, params, allow_cross_node, mem_opts, sizes or worker_sizes(model, hw, cards),
                method, plans, together)
-    fronts, skipped = job.fronts(scenario)
+    fronts, skipped = job.fronts(scenario, diagnose=diagnose)
     pairs = _pairs(scenario, fronts, cards, fw, model, fixed)
+    if not diagnose and not pairs:
+        raise InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}")
     if not pairs and fixed.given:
         raise fixed_unplaceable(fixed, fronts, cards)
     if not pairs:
@@ -219,10 +224,12 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
         evaluated, more = _shortlist(job, scenario, [t for t in sorted(pairs, key=ttft_order)[:MAX_EVALUATED]
                                                      if id(t) not in tried])
         rejected += more
+    if not evaluated and not diagnose:
+        raise InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}")
     if not evaluated:
         from solver.plan.disagg_remedies import none_meets
 
-        raise none_meets(job, scenario, rejected)
+        raise none_meets(job, scenario, rejected, fronts)
     lat = [scenario.request_latency(c.estimate.ttft_s, c.estimate.tpot_s) for c in evaluated]
     inv = [1.0 / c.estimate.output_tokens_per_s_per_rank for c in evaluated]
     lat_ref, inv_ref = min(lat), min(inv)
@@ -303,7 +310,8 @@ def fixed_unplaceable(fixed: Workers, fronts: dict, cards: int) -> InfeasibleErr
     return InfeasibleError(f"no disaggregated deployment at {fixed.label()} within {cards} cards: the smallest "
                            f"feasible workers are {wp} ranks (prefill) and {wd} (decode), so {fixed.label()} takes "
                            f"{need} cards at least (or none of its pairs could be paired or met the load)",
-                           ["B.cards"], remedy=f"--cards {need}, or fewer workers")
+                           ["B.cards"], remedies(Remedy(f"--cards {need}, or fewer workers",
+                                                                  (Change("--cards", need),))))
 
 
 def _pairs(scenario: Scenario, fronts: dict, cards: int, fw: FrameworkProfile | None = None,

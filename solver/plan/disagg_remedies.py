@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from solver.errors import InfeasibleError, three_figures
+from solver.errors import Change, InfeasibleError, Remedy, remedies, three_figures
 from solver.estimate.disagg import DisaggEstimate, workers_to_match
 from solver.plan.disagg import MAX_EVALUATED, _Pair, _concurrency, _pairs, sla_misses, ttft_order
 from solver.plan.disagg_pools import cards_for, phase_framework, phase_scenario
 from solver.plan.disagg_floor import PrefillScreen
 from solver.plan.diagnosis import SLA_FLAGS, memory_terms, relax_slas
-from solver.plan.memory_remedies import (cheaper_weights, first_that_plans, longest_isl_screened, memory_question,
-                                         might_fit, sla_aside)
+from solver.plan.memory_remedies import (across_nodes, backed_off, first_that_plans, inside_node,
+                                         longest_isl_screened, memory_question, might_fit, quick_params, sla_aside,
+                                         sla_changes_aside, smaller_weights)
 from solver.specs.launch_spec import POOL_NAMES, pool_role
 from solver.specs.limits import MAX_CONCURRENCY
 from solver.specs.scenario import Scenario
@@ -34,8 +35,8 @@ def unpairable(job: "_Job", fronts: dict) -> InfeasibleError:
     sizes = "; ".join(f"{n} planned at {', '.join(map(str, v))}" for n, v in offered.items())
     return InfeasibleError(f"no disaggregated deployment of {job.model.name} on {job.cards} x {job.hw.name} under "
                            f"{job.fw.name}: the prefill and decode pools that fit break [{check.id}] {check.message}",
-                           sorted(checks), f"what would fit: pools that meet {check.require} ({sizes}), or aggregated "
-                           "serving")
+                           sorted(checks),
+                           remedies(f"pools that meet {check.require} ({sizes}), or aggregated serving"))
 
 
 def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, InfeasibleError]) -> InfeasibleError:
@@ -66,12 +67,13 @@ def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, In
                                f"{' or '.join(missing)} worker of at most {largest} ranks is feasible "
                                f"({', '.join(binding)} {'bind' if len(binding) > 1 else 'binds'}{where}"
                                + (f"; {terms}" if terms else "") + ")", binding,
-                               _what_would_fit(_sla_floor(job, scenario, sorted(at_largest)), memory), terms=terms)
+                               remedies(_sla_floor(job, scenario, sorted(at_largest)), *memory), terms=terms)
     need = cards_for(model, hw, smallest["prefill"], smallest["decode"])
     if need > cards:
         return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: the smallest "
                                f"prefill ({smallest['prefill']}) and decode ({smallest['decode']}) workers need {need} "
-                               "cards together", ["cards"], f"what would fit: {need} cards or more")
+                               "cards together", ["cards"],
+                               remedies(Remedy(f"{need} cards or more", (Change("--cards", need),))))
     # the pools fit: the load does not. The most requests the pairs serve within the SLAs (the full estimate's
     # verdict, as plan_disagg's), the planner's range set aside as a fixed concurrency sets it aside
     free = scenario.model_copy(update={"concurrency": None, "max_concurrency": MAX_CONCURRENCY})
@@ -90,15 +92,23 @@ def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, In
         if most and most < held:
             why += f"; the rate-matched pools serve at most {most:,}" + (" within the SLA" if has_sla else "")
         bigger = _fewest_cards(job, scenario, fronts)
-        more = (f"{bigger[0]} cards ({bigger[1]} prefill worker(s) of {bigger[2]} ranks and {bigger[3]} decode "
-                f"worker(s) of {bigger[4]})" if bigger else
-                "a looser SLA" if has_sla else "more cards")
+        # a looser SLA: how far, as the SLAs' floors at this concurrency (none where no deployment fits without
+        # them: then looser SLAs are no remedy)
+        given = [b for b, f in _SLA_FIELDS.items() if getattr(scenario, f) is not None]
+        looser = None if bigger else _sla_floor(job, scenario, given)
+        more = (Remedy(f"{bigger[0]} cards ({bigger[1]} prefill worker(s) of {bigger[2]} ranks and {bigger[3]} "
+                       f"decode worker(s) of {bigger[4]})", (Change("--cards", bigger[0]),)) if bigger else
+                looser if has_sla else Remedy("more cards"))
+        fewer = _confirmed(job, scenario, most) if most else None
+        if fewer and more:
+            fit = Remedy(f"--concurrency {fewer}, or {more.text}", (Change("--concurrency", fewer),))
+        else:
+            fit = Remedy(f"--concurrency {fewer}", (Change("--concurrency", fewer),)) if fewer else more
         return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name} serves "
-                               f"--concurrency {scenario.concurrency}: {why}", ["concurrency"],
-                               "what would fit: " + (f"--concurrency {most}, or " if most else "") + more)
+                               f"--concurrency {scenario.concurrency}: {why}", ["concurrency"], remedies(fit))
     return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: the prefill workers "
                            "the rate match needs do not fit beside a decode worker", ["cards"],
-                           "what would fit: more cards")
+                           remedies("more cards"))
 
 
 def _decode_slots(fronts: dict, cards: int, prefill_size: int) -> int:
@@ -141,27 +151,60 @@ def _fewest_cards(job: "_Job", scenario: Scenario, fronts: dict) -> tuple[int, i
     return need, t.x, t.p.config.world_size, t.y, t.d.config.world_size
 
 
-def none_meets(job: "_Job", scenario: Scenario, rejected: list[str]) -> InfeasibleError:
+def none_meets(job: "_Job", scenario: Scenario, rejected: list[str], fronts: dict) -> InfeasibleError:
     """Pairs fit, but none evaluated meets the SLAs (or fits the full estimate's memory): what binds, the SLAs'
-    floors, and a smaller --concurrency where a given one makes a decode worker's KV bind."""
+    floors, and the most requests below a given --concurrency the planner serves where it makes a decode
+    worker's KV bind."""
     binding = sorted(set(rejected))
     # a decode worker holds the KV of its share of a given --concurrency: fewer requests need less
-    fewer = scenario.concurrency and any(b.startswith("B.memory_per_rank") for b in binding)
+    fewer = _fewer_requests(job, scenario, fronts) if scenario.concurrency and any(
+        b.startswith("B.memory_per_rank") for b in binding) else None
     return InfeasibleError(f"no disaggregated deployment of {job.model.name} on {job.cards} x {job.hw.name} meets "
                            f"the SLA: {', '.join(binding)} {'bind' if len(binding) > 1 else 'binds'}", binding,
-                           _what_would_fit(_sla_floor(job, scenario, binding),
-                                           ["a smaller --concurrency"] if fewer else []))
+                           remedies(_sla_floor(job, scenario, binding), fewer))
 
 
-def _what_would_fit(sla: str | None, others: list[str]) -> str | None:
-    parts = [*([sla] if sla else []), *others]
-    return "what would fit: " + "; ".join(parts) if parts else None
+def _fewer_requests(job: "_Job", scenario: Scenario, fronts: dict) -> Remedy | None:
+    """Under a fixed --concurrency, the most requests below it that the pools' pairs serve within the SLAs (the
+    full estimate's verdict, as no_pair reads it), as a remedy the planner confirms at that concurrency and up to
+    REMEDY_PLANS - 1 smaller ones (backed_off, as the aggregated remedy); None where none plans."""
+    c = scenario.concurrency
+    free = scenario.model_copy(update={"concurrency": None, "max_concurrency": MAX_CONCURRENCY})
+    below = [t for t in _pairs(free, fronts, job.cards, job.fw, job.model) if t.conc < c]
+    served = _first_served(job, scenario, sorted(below, key=lambda t: (-t.conc, -t.x)))
+    n = _confirmed(job, scenario, served.conc) if served else None
+    if n is None:
+        return None
+    within = " within the SLA" if scenario.has_slas() else ""
+    return Remedy(f"--concurrency {n:,}{' or fewer' * (n > 1)} (the most requests the pools that fit on "
+                  f"{job.cards} x {job.hw.name} serve{within} by the full estimate"
+                  f"{'' if n == served.conc else f', {served.conc:,}, less what the planner turned away'}; the "
+                  "planner found a deployment there)", (Change("--concurrency", n),))
+
+
+def _confirmed(job: "_Job", scenario: Scenario, most: int) -> int | None:
+    """`most` requests, or up to REMEDY_PLANS - 1 fewer (backed_off, as the aggregated remedies), the first at which
+    the disaggregated planner finds a deployment on the job's cards; None where none does."""
+    return backed_off(most, lambda n: _plans(job, scenario.model_copy(update={"concurrency": n})))
+
+
+def _plans(job: "_Job", scenario: Scenario) -> bool:
+    """Whether the disaggregated planner, in a remedy's small solve (quick_params), finds a deployment for
+    `scenario` on the job's cards (plans_at's question, disaggregated)."""
+    from solver.plan.disagg import plan_disagg  # late: it imports this module where it has no pair
+
+    try:
+        plan_disagg(job.model, job.hw, job.prec, job.fw, job.cards, scenario, quick_params(job.params),
+                    job.allow_cross_node, job.mem_opts, job.sizes, top=1, method=job.method, diagnose=False)
+    except InfeasibleError:
+        return False
+    return True
 
 
 _SLA_FIELDS = {"SLA.ttft": "ttft_ms", "SLA.tpot": "tpot_ms"}
 
 
-def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> str | None:
+def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> Remedy | None:
     """Relax the binding SLAs, and how far: the lowest value of each one's figure over the deployments evaluated
     with those SLAs set aside (pools planned without them, pairs taken in order of the figure's estimate without
     queueing), so the floor is the same whatever value of the SLA was given. None when no SLA binds, or when no
@@ -176,9 +219,9 @@ def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> str | Non
     pairs = _pairs(relaxed, job.fronts(relaxed, diagnose=False, screen=screen)[0], job.cards,  # failures unread
                    job.fw, job.model)
     estimates: dict[int, DisaggEstimate] = {}  # pair index -> its full estimate (each evaluated once)
-    lows = []
+    lows: dict[str, str] = {}  # the SLA's flag -> its lowest figure, as quoted
     for b in slas:
-        _, attr, name = SLA_FLAGS[b]
+        _, attr, _ = SLA_FLAGS[b]
         order = ttft_order if b == "SLA.ttft" else (lambda t: (t.d.estimate.tpot_s, t.conc))
         fitting = []
         for i in sorted(range(len(pairs)), key=lambda i: order(pairs[i]))[:MAX_EVALUATED]:
@@ -188,56 +231,77 @@ def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> str | Non
                 fitting.append(estimates[i])
         if fitting:
             # rounded up: the figure is the cap to pass (--tpot-ms 15.9 misses a lowest TPOT of 15.94 ms)
-            low = three_figures(min(getattr(e, attr) for e in fitting) * 1e3, up=True)
-            lows.append(f"the lowest {name} is {low} ms")
+            lows[b] = three_figures(min(getattr(e, attr) for e in fitting) * 1e3, up=True)
     if not lows:  # no deployment evaluated fits with the SLAs set aside: relaxing them is no remedy alone
         return None
     aside = "them" if len(slas) > 1 else "it"
-    return relax_slas(slas) + (f": with {aside} set aside, of the {len(estimates)} deployments evaluated "
-                               f"{' and '.join(lows)}")
+    shown = " and ".join(f"the lowest {SLA_FLAGS[b][2]} is {low} ms" for b, low in lows.items())
+    # the first floor applied, the other binding SLAs set aside (each floor is over the deployments without them)
+    first = next(iter(lows))
+    return Remedy(relax_slas(slas) + f": with {aside} set aside, of the {len(estimates)} deployments evaluated {shown}",
+                  tuple(Change(SLA_FLAGS[b][0], float(lows[b].replace(",", "")) if b == first else None)
+                        for b in slas))
 
 
 def _memory_remedies(job: "_Job", scenario: Scenario, smallest: dict[str, int | None], missing: list[str]
-                     ) -> list[str]:
+                     ) -> list[Remedy]:
     """What would make the missing pools' workers fit, for the deployment as a whole: the cards a worker of each
     pool needs together where the planner finds one (a pool that has workers keeps its smallest), the
     longest prompt the largest worker holds (_longest_isl), smaller weight formats. No smaller
     --concurrency: the phase plans that failed do not depend on it."""
     largest = max(job.sizes)
     sizes = dict(smallest)
-    tried: list[int] = []
+    tried: dict[str, list[int]] = {}  # a missing pool -> the worker sizes the planner was asked about
     for ph in missing:
-        sizes[ph], planned = _fitting_worker(job, scenario, ph, largest)
-        tried += planned
-    wide = "" if job.allow_cross_node else " with TP inside a node (try --allow-cross-node)"
+        sizes[ph], tried[ph] = _fitting_worker(job, scenario, ph, largest)
+    planned = sorted({w for ws in tried.values() for w in ws})
+    wide = inside_node(job.hw, job.fw, planned, job.allow_cross_node)
     if sizes["prefill"] and sizes["decode"]:
-        need = cards_for(job.model, job.hw, sizes["prefill"], sizes["decode"])
-        # each worker is planned at one request with the SLAs set aside (_smallest_load): a given --concurrency
-        # or SLA is the deployment's next question, which the line names
-        load = f"--concurrency {scenario.concurrency:,}" if scenario.concurrency else ""
-        slas = scenario.has_slas()
-        aside = (f", {load} and the SLAs aside" if load else ", SLAs aside") if slas else (
-            f", at one request ({load} aside)" if load else "")
-        out = [f"{need} cards in total (a prefill worker of {sizes['prefill']} ranks and a decode worker of "
-               f"{sizes['decode']}: the planner found a configuration for each{aside})"]
-    elif tried:
-        out = [f"the planner found no {' or '.join(ph for ph in missing if not sizes[ph])} worker at "
-               f"{', '.join(map(str, sorted(set(tried))))} ranks (the sizes a memory screen passes){wide}"]
+        out = [_total_cards(job, scenario, sizes, "in total")]
+    elif planned:
+        out = [Remedy(f"the planner found no {' or '.join(ph for ph in missing if not sizes[ph])} worker at "
+                      f"{', '.join(map(str, planned))} ranks (the sizes a memory screen passes){wide}")]
+        # --allow-cross-node offered only where the planner finds a worker of each pool with it (across_nodes, as
+        # the aggregated remedy): a hint the rerun refuses again is no remedy
+        across = dict(sizes)
+        for ph in missing if wide else ():
+            across[ph] = across[ph] or across_nodes(job.model, job.hw, job.prec, phase_framework(job.fw, ph),
+                                                    tried[ph], _smallest_load(scenario, ph), job.params,
+                                                    job.mem_opts, job.method)
+        if wide and across["prefill"] and across["decode"]:
+            out.append(_total_cards(job, scenario, across, "with --allow-cross-node"))
     else:
-        out = [f"no worker of {largest + 1} to {largest * WORKER_GROWTH} ranks holds the weights and the smallest "
-               f"batch{wide}"]
+        out = [Remedy(f"no worker of {largest + 1} to {largest * WORKER_GROWTH} ranks holds the weights and the "
+                      f"smallest batch")]
     shorter = _longest_isl(job, scenario, missing, largest)
     if shorter:
         out.append(shorter)
-    cheaper = cheaper_weights(job.model, job.hw, job.prec, lambda p: all(
+    cheaper = smaller_weights(job.model, job.hw, job.prec, lambda p: all(
         might_fit(job.model, job.hw, p, phase_framework(job.fw, ph), largest, _smallest_load(scenario, ph), job.mem_opts)
         for ph in missing))
     if cheaper:
-        out.append(f"smaller weights ({cheaper})")
+        out.append(cheaper)
     return out
 
 
-def _longest_isl(job: "_Job", scenario: Scenario, missing: list[str], largest: int) -> str | None:
+def _total_cards(job: "_Job", scenario: Scenario, sizes: dict[str, int | None], how: str) -> Remedy:
+    """'N cards {how} (a prefill worker of P ranks and a decode worker of D: the planner found a configuration
+    for each...)': the cards the two workers need together; `how` 'with --allow-cross-node' where they were found
+    with TP across nodes (the flag is part of the change)."""
+    need = cards_for(job.model, job.hw, sizes["prefill"], sizes["decode"])
+    # each worker is planned at one request with the SLAs set aside (_smallest_load): a given --concurrency
+    # or SLA is the deployment's next question, which the line names
+    load = f"--concurrency {scenario.concurrency:,}" if scenario.concurrency else ""
+    aside = (f", {load} and the SLAs aside" if load else ", SLAs aside") if scenario.has_slas() else (
+        f", at one request ({load} aside)" if load else "")
+    wide = (Change("--allow-cross-node", True),) if "--allow-cross-node" in how else ()
+    return Remedy(f"{need} cards {how} (a prefill worker of {sizes['prefill']} ranks and a decode worker of "
+                  f"{sizes['decode']}: the planner found a configuration for each{aside})",
+                  (Change("--cards", need), *wide, *sla_changes_aside(scenario),
+                   *((Change("--concurrency", None),) if load else ())))
+
+
+def _longest_isl(job: "_Job", scenario: Scenario, missing: list[str], largest: int) -> Remedy | None:
     """The longest --isl (the OSL kept) at which a worker of `largest` ranks of every missing pool holds one
     request, by the memory screen (longest_isl_screened, the least over the pools), that the planner confirms for
     each pool's worker at that size (whether the rate-matched pools then fit the cards is the next question, which
@@ -254,9 +318,13 @@ def _longest_isl(job: "_Job", scenario: Scenario, missing: list[str], largest: i
                             job.method)[0] is None:
             return None
     pools = " and ".join(missing)
-    return (f"--isl {isl} or shorter (the longest prompt a {pools} worker of {largest} rank{'s' * (largest > 1)} "
-            f"holds at OSL {scenario.osl:,}; the planner found such a worker there, the pools' rate match"
-            f"{sla_aside(scenario, ' and the SLAs')} aside)")
+    # each worker is checked at one request (_smallest_load): a given --concurrency is set aside, and said
+    load = f", --concurrency {scenario.concurrency:,}" if scenario.concurrency else ""
+    return Remedy(f"--isl {isl} or shorter (the longest prompt a {pools} worker of {largest} "
+                  f"rank{'s' * (largest > 1)} holds at OSL {scenario.osl:,}; the planner found such a worker there, "
+                  f"the pools' rate match{load}{sla_aside(scenario, ' and the SLAs')} aside)",
+                  (Change("--isl", isl), *sla_changes_aside(scenario),
+                   *((Change("--concurrency", None),) if load else ())))
 
 
 WORKER_GROWTH = 32  # how far past the largest worker tried a memory remedy looks for one that fits

@@ -9,7 +9,7 @@ import math
 from dataclasses import replace
 from typing import Callable, Sequence
 
-from solver.errors import InfeasibleError
+from solver.errors import Change, InfeasibleError, Remedy
 from solver.estimate.memory import memory_per_rank
 from solver.estimate.memory_options import MemoryOptions
 from solver.plan.groups import GROUPS
@@ -81,42 +81,41 @@ def might_fit(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
 
 def memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
                      scenario: Scenario, params: SolverParams, allow_cross_node: bool,
-                     mem_opts: MemoryOptions | None, sizes_only: bool = False) -> list[str]:
+                     mem_opts: MemoryOptions | None, sizes_only: bool = False) -> list[Remedy]:
     """What would make a deployment that memory rules out fit, each remedy checked or screened: a world size the
     planner confirms, a smaller concurrency, a shorter sequence (where the screen passes at one token), weight
     formats smaller than the current ones that the hardware takes. `sizes_only`: the world size alone (a group
     the rules leave empty, which no sequence, batch or format refills)."""
-    out = []
+    out: list[Remedy] = []
+    aside = sla_changes_aside(scenario)  # each size is checked with the SLAs set aside
     ruled: dict[int, list[str]] = {}
     fits, planned = _fitting_world(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts, ruled)
-    # the flag matters only where a size tried spans nodes
-    spans = any(w > device_of(as_launched(hw, fw, w)).ranks_per_node for w in planned)
-    wide = "" if allow_cross_node or not spans else " with TP inside a node"
+    wide = inside_node(hw, fw, planned, allow_cross_node)
     if fits is not None:
-        out.append(f"{fits} cards fit (the planner found a configuration there{sla_aside(scenario, ', SLAs aside')})")
+        out.append(Remedy(f"{fits} cards fit (the planner found a configuration there"
+                          f"{sla_aside(scenario, ', SLAs aside')})", (Change("--cards", fits), *aside)))
     elif planned:
-        out.append(f"the planner found none at {', '.join(map(str, planned))} cards (the sizes a memory screen "
-                   f"passes){wide}")
-        # --allow-cross-node offered only where the planner finds a configuration with it at those sizes: a
-        # hint the rerun refuses again is no remedy
-        across = first_that_plans(model, hw, prec, fw, planned, scenario.model_copy(
-            update={"ttft_ms": None, "tpot_ms": None}), params, True, mem_opts)[0] if wide else None
+        out.append(Remedy(f"the planner found none at {', '.join(map(str, planned))} cards (the sizes a memory "
+                          f"screen passes){wide}"))
+        across = across_nodes(model, hw, prec, fw, planned, scenario.model_copy(
+            update={"ttft_ms": None, "tpot_ms": None}), params, mem_opts) if wide else None
         if across is not None:
-            out.append(f"{across} cards with --allow-cross-node (the planner found a configuration there"
-                       f"{sla_aside(scenario, ', SLAs aside')})")
+            out.append(Remedy(f"{across} cards with --allow-cross-node (the planner found a configuration there"
+                              f"{sla_aside(scenario, ', SLAs aside')})",
+                              (Change("--cards", across), Change("--allow-cross-node", True), *aside)))
     else:
         near = [w for w in remedy_sizes(world, model, hw, prec, fw, scenario, mem_opts) if w not in ruled]
         load = f"{scenario.concurrency:,} sequences" if scenario.concurrency else "the smallest batch"
         # where the engine's rules leave only sizes below `world`, "none of them holds the weights" says nothing:
         # fewer cards hold more weights a rank
         if near and (max(near) > world or not ruled or sizes_only):
-            out.append(f"no size from {min(near)} to {max(near)} cards holds the weights and {load}{wide}")
+            out.append(Remedy(f"no size from {min(near)} to {max(near)} cards holds the weights and {load}{wide}"))
     larger = sorted(w for w in ruled if w > world)
     if fits is None and larger:
         # sizes the engine's rules run no configuration at, whatever the flags: said, not offered as a remedy
         rules = sorted({r for w in larger for r in ruled[w]})
         at = ", ".join(map(str, larger)) if len(larger) <= 3 else f"{larger[0]} to {larger[-1]}"
-        out.append(f"{fw.name} runs no larger size ({', '.join(rules)} at {at} cards)")
+        out.append(Remedy(f"{fw.name} runs no larger size ({', '.join(rules)} at {at} cards)"))
     if sizes_only:
         return out
     fewer = _most_concurrency(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts)
@@ -125,15 +124,31 @@ def memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framewo
     shorter = _longest_isl(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts)
     if shorter:
         out.append(shorter)
-    cheaper = cheaper_weights(model, hw, prec, lambda p: might_fit(model, hw, p, fw, world, scenario, mem_opts))
+    cheaper = smaller_weights(model, hw, prec, lambda p: might_fit(model, hw, p, fw, world, scenario, mem_opts))
     if cheaper:
-        out.append(f"smaller weights ({cheaper})")
+        out.append(cheaper)
     return out
+
+
+def inside_node(hw: Hardware, fw: FrameworkProfile, sizes: Sequence[int], allow_cross_node: bool) -> str:
+    """' with TP inside a node' where --allow-cross-node was not given and a size tried spans nodes (the flag
+    matters only there), else ''."""
+    spans = any(w > device_of(as_launched(hw, fw, w)).ranks_per_node for w in sizes)
+    return "" if allow_cross_node or not spans else " with TP inside a node"
+
+
+def across_nodes(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, sizes: Sequence[int],
+                 scenario: Scenario, params: SolverParams | None, mem_opts: MemoryOptions | None,
+                 method: str = "cpsat") -> int | None:
+    """The first of `sizes` (the ones planned inside a node, which found none) at which the planner finds a
+    configuration with TP across nodes, or None: --allow-cross-node is offered only there, as a hint the rerun
+    refuses again is no remedy (first_that_plans)."""
+    return first_that_plans(model, hw, prec, fw, sizes, scenario, params, True, mem_opts, method)[0]
 
 
 def _longest_isl(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
                  scenario: Scenario, params: SolverParams, allow_cross_node: bool,
-                 mem_opts: MemoryOptions | None) -> str | None:
+                 mem_opts: MemoryOptions | None) -> Remedy | None:
     """The longest --isl (the OSL kept) at which these cards hold the model, as a remedy the planner confirms, or
     None: the memory screen (might_fit) only grows with the sequence, so a bisection finds its longest sequence;
     the planner then checks that ISL, and up to REMEDY_PLANS - 1 shorter ones (each ISL_BACKOFF of the last)
@@ -142,7 +157,7 @@ def _longest_isl(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkP
     lo = longest_isl_screened(model, hw, prec, fw, world, question, mem_opts)
     if lo is None:
         return None
-    isl = _backed_off(lo, lambda n: plans_at(model, hw, prec, fw, world, question.model_copy(update={"isl": n}),
+    isl = backed_off(lo, lambda n: plans_at(model, hw, prec, fw, world, question.model_copy(update={"isl": n}),
                                              params, allow_cross_node, mem_opts))
     if isl is None:
         return None
@@ -150,12 +165,13 @@ def _longest_isl(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkP
     longest = (f"the longest prompt {world} x {hw.name} hold{'s' * (world == 1)} with {held} at OSL "
                f"{scenario.osl:,}" if isl == lo else f"the memory screen's longest, {lo:,}, the planner turned away")
     aside = sla_aside(scenario, ", SLAs aside")
-    return f"--isl {isl} or shorter ({longest}; the planner found a configuration there{aside})"
+    return Remedy(f"--isl {isl} or shorter ({longest}; the planner found a configuration there{aside})",
+                  (Change("--isl", isl), *sla_changes_aside(scenario)))
 
 
 def _most_concurrency(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
                       scenario: Scenario, params: SolverParams, allow_cross_node: bool,
-                      mem_opts: MemoryOptions | None) -> str | None:
+                      mem_opts: MemoryOptions | None) -> Remedy | None:
     """Under a fixed --concurrency, the most requests below it that these cards hold, as a remedy the planner
     confirms, or None (no --concurrency given, or not even one request passes: the weights alone bind, which
     fewer requests do not change). The memory screen only grows with the batch, so a bisection finds its most;
@@ -171,17 +187,18 @@ def _most_concurrency(model: ModelSpec, hw: Hardware, prec: Precision, fw: Frame
         return None
     # 1 passes the screen; c does not (memory binds)
     lo = bisect_edge(1, c, lambda n: might_fit(model, hw, prec, fw, world, at(n), mem_opts)) or 1
-    n = _backed_off(lo, lambda n: plans_at(model, hw, prec, fw, world, memory_question(at(n)), params,
+    n = backed_off(lo, lambda n: plans_at(model, hw, prec, fw, world, memory_question(at(n)), params,
                                            allow_cross_node, mem_opts))
     if n is None:
         return None
-    return (f"--concurrency {n:,}{' or fewer' * (n > 1)} (the most requests {world} x {hw.name} "
-            f"hold{'s' * (world == 1)} "
-            f"by the memory screen{'' if n == lo else f', {lo:,}, less what the planner turned away'}; the "
-            f"planner found a configuration there{sla_aside(scenario, ', SLAs aside')})")
+    return Remedy(f"--concurrency {n:,}{' or fewer' * (n > 1)} (the most requests {world} x {hw.name} "
+                  f"hold{'s' * (world == 1)} "
+                  f"by the memory screen{'' if n == lo else f', {lo:,}, less what the planner turned away'}; the "
+                  f"planner found a configuration there{sla_aside(scenario, ', SLAs aside')})",
+                  (Change("--concurrency", n), *sla_changes_aside(scenario)))
 
 
-def _backed_off(start: int, plans: Callable[[int], bool]) -> int | None:
+def backed_off(start: int, plans: Callable[[int], bool]) -> int | None:
     """The first of `start` and up to REMEDY_PLANS - 1 smaller values (each ISL_BACKOFF of the last) at which
     `plans` (a small solve: plans_at) finds a configuration, where what the screen leaves out still binds; None
     where none does."""
@@ -253,6 +270,27 @@ def cheaper_weights(model: ModelSpec, hw: Hardware, prec: Precision,
     """The weight flags and formats with fewer bits than this deployment's, that the hardware computes in or
     keeps weight-only (resolve_precision accepts them) and, given `fits`, under which the deployment's memory
     screen passes (a format that still does not hold the weights is no remedy); '' when none."""
+    return _formats_text(_smaller_formats(model, hw, prec, fits))
+
+
+def smaller_weights(model: ModelSpec, hw: Hardware, prec: Precision,
+                    fits: Callable[[Precision], bool] | None = None) -> Remedy | None:
+    """cheaper_weights as a remedy: 'smaller weights (...)', standing for the first flag at its first format named
+    (each named passes the screen); None where none does."""
+    formats = _smaller_formats(model, hw, prec, fits)
+    if not formats:
+        return None
+    flag, names = formats[0]
+    return Remedy(f"smaller weights ({_formats_text(formats)})", (Change(flag, names[0]),))
+
+
+def _formats_text(formats: list[tuple[str, list[str]]]) -> str:
+    return ", ".join(f"{flag} {'/'.join(names)}" for flag, names in formats)
+
+
+def _smaller_formats(model: ModelSpec, hw: Hardware, prec: Precision,
+                     fits: Callable[[Precision], bool] | None) -> list[tuple[str, list[str]]]:
+    """(flag, the formats it may take) of cheaper_weights, the flag for every linear layer first."""
     def smaller(than: float, flag: str) -> list[str]:
         return [n for n in WEIGHT_REMEDIES if (f := number_format(n)).bits < than
                 and (hw.supports(f.compute) or f.compute in hw.weight_only_formats)
@@ -261,11 +299,11 @@ def cheaper_weights(model: ModelSpec, hw: Hardware, prec: Precision,
     parts = []
     dense = smaller(max(prec.fmt(g).bits for g in ("attention", "dense")), "--weight-dtype")
     if dense:
-        parts.append(f"--weight-dtype {'/'.join(dense)}")
+        parts.append(("--weight-dtype", dense))
     experts = smaller(prec.fmt("experts").bits, "--moe-weight-dtype") if model.is_moe else []
     if experts and experts != dense:
-        parts.append(f"--moe-weight-dtype {'/'.join(experts)}")
-    return ", ".join(parts)
+        parts.append(("--moe-weight-dtype", experts))
+    return parts
 
 
 def _fitting_world(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
@@ -329,6 +367,18 @@ def rules_leaving_no_layout(model: ModelSpec, hw: Hardware, fw: FrameworkProfile
         return []
     return (attention_rejections(space, model, fw, world, hw, scenario)
             or sorted({p.rule for p in space.pruned if p.knob in GROUPS["attn"]}))
+
+
+# a binding SLA family -> (its flag, the figure's attribute on Figures and estimates, the figure's name)
+SLA_FLAGS = {"SLA.ttft": ("--ttft-ms", "ttft_s", "TTFT"), "SLA.tpot": ("--tpot-ms", "tpot_s", "TPOT")}
+SLA_FIELDS = tuple(f for f, _, _ in SLA_FLAGS.values())  # the SLA flags, as a remedy sets them aside
+
+
+def sla_changes_aside(scenario: Scenario) -> tuple[Change, ...]:
+    """The changes that set the scenario's SLAs aside (a remedy checked without them, which sla_aside says in
+    words): each given SLA flag removed."""
+    given = {"--ttft-ms": scenario.ttft_ms, "--tpot-ms": scenario.tpot_ms}
+    return tuple(Change(f, None) for f in SLA_FIELDS if given[f] is not None)
 
 
 def sla_aside(scenario: Scenario, text: str) -> str:

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Sequence
 
-from solver.errors import InfeasibleError, InputError, InternalError, three_figures
+from solver.errors import Change, InfeasibleError, InputError, InternalError, Remedy, remedies, three_figures
 from solver.specs.notes import input_notes, past_position_table
 from solver.specs.limits import MAX_CARDS, MAX_TIME_LIMIT_S, MAX_TOP
 from solver.estimate.compute import factors_for
@@ -292,7 +292,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     if table_cap:
         raise InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}: {table_cap}",
                               [POSITION_TABLE_RULE],
-                              f"what would fit: --isl + --osl within {model.max_position_embeddings:,} tokens")
+                              remedies(f"--isl + --osl within {model.max_position_embeddings:,} tokens"))
     hw, f, mem_opts = plan_inputs(model, hw, fw, world, scenario, mem_opts)
     space = build_space(model, hw, fw, world, scenario, allow_cross_node)
     same = (model, hw, prec, f, fw, space, mem_opts)
@@ -383,7 +383,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
                 f"no parallel_config found for {model.name} on {world} x {hw.name} within --time-limit "
                 f"{params.time_limit_s:g} s: CP-SAT timed out at {len(stalled)} of {len(tables.batches)} "
                 "concurrencies without a solution (not shown infeasible)", ["time limit"],
-                "raise --time-limit", proven=False)
+                remedies("raise --time-limit", lead=None), proven=False)
         if not diagnose:
             raise InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}",
                                   proven=not planner.cut_stops)
@@ -516,9 +516,12 @@ def _out_of_time(model: ModelSpec, hw: Hardware, world: int, params: SolverParam
     take at the rate it ran, and the planner that answers the same front (tests/test_planner.py holds it to the
     enumeration on every verified deployment)."""
     need_s = stop.total * stop.elapsed_s / max(stop.done, 1)
-    more = (f"--time-limit {math.ceil(need_s * 1.2):,} or more, or " if need_s * 1.2 <= MAX_TIME_LIMIT_S else "")
+    longer = math.ceil(need_s * 1.2)
+    more = f"--time-limit {longer:,} or more, or " if need_s * 1.2 <= MAX_TIME_LIMIT_S else ""
     return InfeasibleError(
         f"--method exhaustive reached --time-limit {params.time_limit_s:g} s for {model.name} on {world} x "
         f"{hw.name} after {stop.done:,} of the {stop.total:,} combinations it enumerates (one option per parallel "
         f"group at each concurrency); at that rate all of them take about {three_figures(need_s)} s", ["time limit"],
-        f"what would fit: {more}--method cpsat, which finds the same front", proven=False)
+        remedies(Remedy(f"{more}--method cpsat, which finds the same front",
+                        (Change("--time-limit", longer),) if more else (Change("--method", "cpsat"),))),
+        proven=False)

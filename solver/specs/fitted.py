@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Iterator, Mapping, Sequence
 
 from solver.catalog import frameworks_dir
 
@@ -96,13 +96,32 @@ def set_user_factors(factors: UserFactors | None) -> UserFactors | None:
     return before
 
 
-def user_pair(framework: str, hardware: str) -> dict[str, float] | None:
-    """The user's fit of one (framework, hardware) pair (absolute, as the shipped file's pairs: multipliers on
-    the profile's settings, *_s seconds), or None when none is active or it lacks the pair."""
+def fit_keys(name: str, fitted_as: str | None) -> tuple[str, ...]:
+    """The names a fit of a profile or a device is looked up by, in order: its own, then the one whose fitted
+    factors it carries (`fitted_as`: h800, then h100_sxm). The one rule for the shipped fit and a user's file: a
+    pair fitted to the variant itself (a user's rows on it) prices it, else the pair of what it is fitted as."""
+    return (name,) if fitted_as in (None, name) else (name, fitted_as)
+
+
+def find_pair(fitted: Factors, frameworks: Sequence[str], devices: Sequence[str]
+              ) -> tuple[str | None, str | None, dict | None]:
+    """(the framework key that has pairs, the device key of its pair, the pair) over fit_keys' orders: the first
+    framework the fit has pairs of, and in it the first device it has a pair of; Nones where it has none."""
+    fw = next((f for f in frameworks if fitted.get(f)), None)
+    if fw is None:
+        return None, None, None
+    hw = next((d for d in devices if fitted[fw].get(d)), None)
+    return fw, hw, fitted[fw][hw] if hw is not None else None
+
+
+def user_pair(frameworks: Sequence[str], devices: Sequence[str]) -> dict[str, float] | None:
+    """The user's fit of one (framework, hardware) pair, looked up by fit_keys' names as the shipped fit is
+    (absolute, as the shipped file's pairs: multipliers on the profile's settings, *_s seconds), or None when none
+    is active or it lacks the pair. The lookup is recorded under the pair's keys, or the own names where none."""
     if _active is None:
         return None
-    pair = (_user_pairs(_active.pairs_json).get(framework) or {}).get(hardware)
-    _user_lookups[(framework, hardware)] = pair is not None
+    fw, hw, pair = find_pair(_user_pairs(_active.pairs_json), frameworks, devices)
+    _user_lookups[(fw, hw) if pair else (frameworks[0], devices[0])] = pair is not None
     return {k: float(v) for k, v in pair.items()} if pair else None
 
 
@@ -174,14 +193,16 @@ def calibrated_devices(path: Path | None = None) -> set[str]:
     return {hw for pairs in fitted_factors(path).values() for hw in pairs if not hw.startswith("_")}
 
 
-def pair_factors(fitted: Factors, shared: Mapping[str, float], framework: str, hardware: str) -> dict[str, float]:
-    """One (framework, hardware) pair's fit, else, for a framework the fit has rows of, the global factors every
-    pair shares (`shared`); a framework the fit never saw (the generic profile, an engine without calibration
-    rows) keeps its profile but for the CARRIED factors."""
-    pairs = fitted.get(framework) or {}
-    if not pairs:
+def pair_factors(fitted: Factors, shared: Mapping[str, float], framework: str | Sequence[str],
+                 hardware: str | Sequence[str]) -> dict[str, float]:
+    """One (framework, hardware) pair's fit (each a name or fit_keys' names, looked up by find_pair), else, for a
+    framework the fit has rows of, the global factors every pair shares (`shared`); a framework the fit never saw
+    (the generic profile, an engine without calibration rows) keeps its profile but for the CARRIED factors."""
+    fw, _, pair = find_pair(fitted, [framework] if isinstance(framework, str) else framework,
+                            [hardware] if isinstance(hardware, str) else hardware)
+    if fw is None:
         return {k: shared[k] for k in CARRIED if k in shared}
-    return dict(pairs.get(hardware) or shared)
+    return dict(pair or shared)
 
 
 def apply_fitted(base: Mapping[str, float], fitted: Mapping[str, float]) -> dict[str, float]:

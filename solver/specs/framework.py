@@ -19,7 +19,7 @@ from solver.errors import InputError, quoted
 from solver.specs.limits import MAX_MTP
 from solver.specs.knobs import ATTN_GROUP_KNOBS, FOLLOWS, KNOBS, LAYOUT_SWITCHES
 from solver.specs.expr import Value, compile_expr, condition_over, is_condition
-from solver.specs.fitted import apply_fitted, fitted_factors, fitted_global, pair_factors, user_pair
+from solver.specs.fitted import apply_fitted, fit_keys, fitted_factors, fitted_global, pair_factors, user_pair
 from solver.specs.hardware import VENDOR
 from solver.specs.launch_spec import POOL_FIGURES, REPLICA_BATCH, Feature, FeatureName, LaunchSpec, PairCheck
 from solver.specs.profile_rules import KNOB_NAMES, KnobName, Rule
@@ -555,11 +555,13 @@ class FrameworkProfile(BaseModel):
         # a pair without its own fit still carries the factors fitted once over every pair (fitted_global)
         fitted = self.fitted_as or self.name
         shared = fitted_global(vendor, framework=fitted)
-        # a catalog name carries its file's fitted_as as a Hardware does (h800: H100's factors)
-        device = dev.fitted_name if dev is not None else name
-        # a user's own fit (--factors FILE) of this profile on this device replaces the shipped one
-        pair = user_pair(self.name, name)
-        out = apply_fitted(out, pair if pair is not None else pair_factors(fitted_factors(), shared, fitted, device))
+        # looked up by the profile's and the device's own names, then what each is fitted as (fit_keys: h800,
+        # then H100's factors; a catalog name carries its file's fitted_as as a Hardware does), the same rule for
+        # a user's own fit (--factors FILE), which replaces the shipped one
+        engines = fit_keys(self.name, self.fitted_as)
+        devices = dev.fit_keys if dev is not None else (name,)
+        pair = user_pair(engines, devices)
+        out = apply_fitted(out, pair if pair is not None else pair_factors(fitted_factors(), shared, engines, devices))
         out["token_budget"] = float(self.token_budget_on(hardware))
         out["budget_split_by_attention_dp"] = 1.0 if self.scheduler.budget_split_by_attention_dp else 0.0
         # the budget the command sets, where it sets one: the estimate prices what the launched engine gets

@@ -214,8 +214,16 @@ class Hardware(BaseModel):
 
     @property
     def fitted_name(self) -> str:
-        """The device name the fitted factors are looked up by: `fitted_as`, else the file's own."""
+        """The device whose fitted factors this one carries: `fitted_as`, else the file's own name."""
         return self.fitted_as or self.name
+
+    @property
+    def fit_keys(self) -> tuple[str, ...]:
+        """The names a fit of this device is looked up by, in order (specs.fitted.fit_keys: its own, then
+        `fitted_as`), in the shipped fit and a user's file alike."""
+        from solver.specs.fitted import fit_keys
+
+        return fit_keys(self.name, self.fitted_as)
 
     @property
     def memory_gib(self) -> float:

@@ -95,6 +95,13 @@ def _is_path(text: str) -> bool:
         return False
 
 
+def catalog_spelling(name: str) -> str | None:
+    """The catalog device's own name that `name` spells however cased or separated (H100-SXM: h100_sxm), or None
+    where the catalog has no such device."""
+    key = _normalize(name)
+    return _load_catalog_entry(key).name if key in list_hardware() else None
+
+
 def _normalize(name: str) -> str:
     return name.strip().lower().replace("-", "_").replace(" ", "_")
 

@@ -28,7 +28,7 @@ def device_notes(hw: Hardware, prec: Precision, timed: bool = True) -> list[str]
         out.append(f"the calibration rows measured no {hw.vendor} device: the figures on {hw.name} use its file's "
                    f"efficiencies ({_assumed(hw)}) and the grouped-GEMM fraction fitted "
                    f"on {', '.join(vendors)} devices")
-    elif timed and vendors and hw.fitted_name not in calibrated_devices():
+    elif timed and vendors and not set(hw.fit_keys) & set(calibrated_devices()):
         shared = ", ".join(sorted(fitted_global(hw.vendor)))
         out.append(f"the calibration rows measured no {hw.name}: its figures use its file's efficiencies "
                    f"({_assumed(hw)}) and the factors fitted over other {hw.vendor} devices "
