@@ -154,14 +154,38 @@ def resolve_model_file(arg: str, download: bool = False) -> tuple[Path, str]:
     raise InputError("model", f"unknown model {arg!r}{hint}")
 
 
+# NVIDIA ModelOpt exports before 0.31 keep the quantization config in this file beside config.json, which then
+# carries none; the engines read it as the config's quantization_config (vLLM 0.34.0 (PyPI wheel)
+# transformers_utils/config.py:996-1008) and name its method from its producer (model_arch_config_convertor.py
+# 248-269: producer.name "modelopt")
+QUANT_CONFIG_BESIDE = "hf_quant_config.json"
+
+
+def with_quant_config_beside(cfg: Any, path: Path) -> Any:
+    """`cfg` (read from `path`) with the quantization config of QUANT_CONFIG_BESIDE where `path` is a checkpoint's
+    config.json, the file sits in its folder and the config carries none, under the method its producer names (a
+    file with no producer is ModelOpt's: the file is that exporter's). A config file of another name (a catalog
+    entry, a folder of several configs) is its own."""
+    beside = path.parent / QUANT_CONFIG_BESIDE
+    if path.name != "config.json" or not isinstance(cfg, dict) or "quantization_config" in cfg or not beside.is_file():
+        return cfg
+    quant = load_json(beside)
+    if not isinstance(quant, dict):
+        raise InputError(str(beside), "must be a JSON object (ModelOpt's quantization config)")
+    producer = quant.get("producer")
+    method = str((producer.get("name") if isinstance(producer, dict) else None) or "modelopt")
+    return {**cfg, "quantization_config": {"quant_method": method, **quant}}
+
+
 @lru_cache(maxsize=64)
-def _load_cached(path: str, name: str, mtime: float) -> ModelSpec:
-    return parse_model_config(load_json(Path(path)), name, origin=path)
+def _load_cached(path: str, name: str, mtime: float, beside_mtime: float) -> ModelSpec:
+    return parse_model_config(with_quant_config_beside(load_json(Path(path)), Path(path)), name, origin=path)
 
 
 def load_model(arg: str, download: bool = False) -> ModelSpec:
     path, name = resolve_model_file(arg, download)
-    return _load_cached(str(path), name, path.stat().st_mtime)
+    beside = path.parent / QUANT_CONFIG_BESIDE  # its edits are read too
+    return _load_cached(str(path), name, path.stat().st_mtime, beside.stat().st_mtime if beside.is_file() else 0.0)
 
 
 def model_names(arg: str, config_name: str) -> tuple[str, str | None]:

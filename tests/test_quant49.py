@@ -1,0 +1,72 @@
+"""Stop 49: a user-level hunt of precisions (weight and KV-cache formats across checkpoints, devices and engines).
+One test per rule found broken or worth holding, with figures computed by hand in the docstrings."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from solver.catalog import catalog_dir
+from solver.cli.main import main
+from solver.specs.model_catalog import load_model
+
+LLAMA_8B = "meta-llama--Meta-Llama-3.1-8B.json"
+# ModelOpt <= 0.29's layout of hf_quant_config.json: FP8 weights and activations, an FP8 KV cache, lm_head kept
+MODELOPT_FP8 = {"producer": {"name": "modelopt", "version": "0.29.0"},
+                "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8", "exclude_modules": ["lm_head"]}}
+
+
+def _checkpoint(folder: Path, quant: dict | None) -> Path:
+    """A checkpoint folder: Llama-3.1-8B's config.json, and hf_quant_config.json beside it when `quant` is given."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(catalog_dir("models") / LLAMA_8B, folder / "config.json")
+    if quant is not None:
+        (folder / "hf_quant_config.json").write_text(json.dumps(quant))
+    return folder
+
+
+def _memory(model: str, *extra: str) -> dict:
+    res = CliRunner().invoke(main, ["memory", model, "--hardware", "h100_sxm", "--cards", "1", "--batch", "1",
+                                    "--seq-len", "1024", "--format", "json", *extra])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output[res.output.index("{"):])
+
+
+def test_a_modelopt_checkpoint_is_read_from_its_hf_quant_config_beside_config_json(tmp_path: Path) -> None:
+    """An NVIDIA ModelOpt checkpoint whose quantization sits in hf_quant_config.json beside a config.json that
+    carries none (ModelOpt <= 0.29; the -FP8 Nemotron-3 Super repo, facts/model_configs/SOURCES.md) is read as the
+    engines read it (vLLM 0.34.0 transformers_utils/config.py:996-1008): FP8 linear layers, lm_head and embedding
+    bf16. Llama-3.1-8B by hand, per layer: q 4096^2 + k, v 2 x 4096 x 1024 = 25.17M, o 16.78M, MLP 3 x 4096 x
+    14336 = 176.16M; x 32 layers at 1 byte: 0.805 / 0.537 / 5.637 GB (11.27 GB of MLP at bf16, as it was sized
+    before: the file was never read)."""
+    spec = load_model(str(_checkpoint(tmp_path / "ckpt", MODELOPT_FP8)))
+    q = spec.quant
+    assert (q.method, q.attention, q.dense, q.embedding, q.lm_head, q.activation, q.kv_cache) == \
+        ("modelopt", "fp8", "fp8", "bf16", "bf16", "fp8", "fp8")
+    b = _memory(str(tmp_path / "ckpt"))["breakdown"]
+    assert abs(b["weights.attention"] - 32 * (4096 * 4096 + 2 * 4096 * 1024) / 1e9) < 1e-9
+    assert abs(b["weights.o_proj"] - 32 * 4096 * 4096 / 1e9) < 1e-9
+    assert abs(b["weights.dense_ffn"] - 32 * 3 * 4096 * 14336 / 1e9) < 1e-9
+    assert abs(b["weights.lm_head"] - 2 * 128256 * 4096 / 1e9) < 1e-9
+
+
+def test_a_config_json_with_its_own_quantization_config_keeps_it_over_the_file_beside(tmp_path: Path) -> None:
+    """ModelOpt >= 0.31 writes the quantization into config.json, which the engines take first (the file beside
+    is read only where the config carries none): a config naming FP8 itself beside an NVFP4 hf_quant_config.json
+    is FP8."""
+    folder = _checkpoint(tmp_path / "ckpt", {**MODELOPT_FP8, "quantization": {"quant_algo": "NVFP4"}})
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg["quantization_config"] = {"quant_method": "fp8", "activation_scheme": "dynamic"}
+    (folder / "config.json").write_text(json.dumps(cfg))
+    assert load_model(str(folder)).quant.dense == "fp8"
+
+
+def test_a_config_file_not_named_config_json_ignores_an_hf_quant_config_in_its_folder(tmp_path: Path) -> None:
+    """Only a checkpoint's own config.json takes the file beside it: a folder of several configs (the catalog's,
+    a test's) with one hf_quant_config.json would otherwise quantize every one of them."""
+    folder = _checkpoint(tmp_path / "ckpt", MODELOPT_FP8)
+    other = folder / "llama.json"
+    shutil.copy(folder / "config.json", other)
+    assert load_model(str(other)).quant.dense == "bf16"
