@@ -70,3 +70,32 @@ def test_a_config_file_not_named_config_json_ignores_an_hf_quant_config_in_its_f
     other = folder / "llama.json"
     shutil.copy(folder / "config.json", other)
     assert load_model(str(other)).quant.dense == "bf16"
+
+
+def test_a_catalog_checkpoint_of_another_format_is_sized_in_its_own_formats() -> None:
+    """kimi-k2-thinking is Kimi-K2's architecture stored with int4 routed experts (W4A16 MoE,
+    facts/verified-configs.md kimi-th rows) and the rest bf16; it resolved to Kimi-K2-Instruct's FP8-block file and
+    was sized as that (134 GB a rank on 8 H200 under vLLM against 81.44 now). By hand: 60 MoE layers x 384 experts
+    x 3 x 7168 x 2048 = 1,014.7B expert weights at 4 bits + a bf16 scale per 32 (0.5625 byte) = 570.8 GB; the
+    Instruct checkpoint's own formats are untouched."""
+    thinking, instruct = load_model("kimi-k2-thinking"), load_model("kimi-k2")
+    q = thinking.quant
+    assert (q.attention, q.dense, q.experts, q.embedding, q.lm_head) == ("bf16", "bf16", "int4_g32", "bf16", "bf16")
+    assert (instruct.quant.attention, instruct.quant.experts) == ("fp8_block", "fp8_block")
+    assert load_model("moonshotai/Kimi-K2-Thinking").quant.experts == "int4_g32"
+    res = CliRunner().invoke(main, ["memory", "kimi-k2-thinking", "--hardware", "h200_sxm", "--cards", "8",
+                                    "--attn-tp", "8", "--dense-tp", "8", "--embed-tp", "8", "--lmhead-tp", "8",
+                                    "--batch", "1", "--seq-len", "4096", "--format", "json"])
+    experts = json.loads(res.output[res.output.index("{"):])["breakdown"]["weights.routed_experts"] * 8
+    assert abs(experts - 60 * 384 * 3 * 7168 * 2048 * (0.5 + 2 / 32) / 1e9) < 1e-6
+
+
+def test_a_catalog_checkpoint_is_listed_under_its_configs_names() -> None:
+    """`shardplan models` lists a checkpoint of a config's architecture among that config's names, as before it
+    had formats of its own, and it names the config it reads."""
+    from solver.specs.model_catalog import list_models, model_title
+
+    names = dict(list_models())["moonshotai--Kimi-K2-Instruct.json"]
+    assert {"kimi-k2-thinking", "moonshotai/Kimi-K2-Thinking"} <= set(names)
+    assert model_title("kimi-k2-thinking", load_model("kimi-k2-thinking").name) == \
+        "kimi-k2-thinking (config Kimi-K2-Instruct)"
