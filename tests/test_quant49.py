@@ -99,3 +99,43 @@ def test_a_catalog_checkpoint_is_listed_under_its_configs_names() -> None:
     assert {"kimi-k2-thinking", "moonshotai/Kimi-K2-Thinking"} <= set(names)
     assert model_title("kimi-k2-thinking", load_model("kimi-k2-thinking").name) == \
         "kimi-k2-thinking (config Kimi-K2-Instruct)"
+
+
+def _launch(framework: str, *formats: str) -> str:
+    res = CliRunner().invoke(main, ["solve", "llama-3.1-70b", "--hardware", "h100_sxm", "--cards", "8", "--framework",
+                                    framework, *formats, "--format", "launch", "--top", "1"])
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
+def test_check_command_reads_the_formats_the_command_spells() -> None:
+    """`solve --weight-dtype fp8 --kv-dtype fp8 --format launch` prints vLLM's `--quantization fp8 --kv-cache-dtype
+    fp8` (SGLang's `--kv-cache-dtype fp8_e4m3`); `check --command` read them as 'left at the engine's default'
+    and checked a bf16 deployment: 21.41 GB a rank against the plan's 11.43 under vLLM (Llama-3.1-70B TP8: 68.45B
+    linear weights x 1 byte / 8 + bf16 embedding and head 0.52 = 9.08 GB of weights). Now the command's formats
+    are the ones checked."""
+    from solver.launch.check_command import command_deployment
+
+    for framework in ("vllm", "sglang"):
+        _, dep = command_deployment(_launch(framework, "--weight-dtype", "fp8", "--kv-dtype", "fp8"), "h100_sxm",
+                                    model="llama-3.1-70b", isl=4096, osl=256)
+        assert (dep.quant.weights, dep.quant.kv_cache) == ("fp8", "fp8"), framework
+    _, dep = command_deployment(_launch("trtllm", "--kv-dtype", "fp8"), "h100_sxm", model="llama-3.1-70b",
+                                isl=4096, osl=256)
+    assert (dep.quant.weights, dep.quant.kv_cache) == (None, "fp8")  # TRT-LLM's weights are its checkpoint's
+    res = CliRunner().invoke(main, ["check", "--command", _launch("vllm", "--weight-dtype", "fp8", "--kv-dtype", "fp8"),
+                                    "--model", "llama-3.1-70b", "--hardware", "h100_sxm", "--isl", "4096",
+                                    "--osl", "256"])
+    assert "params_per_card_gb=9.08" in res.output and "--kv-dtype fp8: read from the command's fp8" in res.output
+
+
+def test_check_command_leaves_a_quantized_checkpoints_weights_and_the_engines_default_kv_unread() -> None:
+    """A load-time `--quantization fp8` on a checkpoint quantized already names no other format (the engine reads
+    the checkpoint's: DeepSeek-V3's 128x128 FP8 blocks stay fp8_block), and `--kv-cache-dtype auto` is the engine's
+    default, the model dtype: neither is read as a user's choice."""
+    from solver.launch.check_command import command_deployment
+
+    line = ("vllm serve ${MODEL_PATH} --tensor-parallel-size 8 --enable-expert-parallel --max-num-seqs 16 "
+            "--max-model-len 4352 --quantization fp8 --kv-cache-dtype auto")
+    _, dep = command_deployment(line, "h200_sxm", model="deepseek-v3", isl=4096, osl=256)
+    assert (dep.quant.weights, dep.quant.kv_cache) == (None, None)
