@@ -105,7 +105,7 @@ def _launch(framework: str, *formats: str) -> str:
     res = CliRunner().invoke(main, ["solve", "llama-3.1-70b", "--hardware", "h100_sxm", "--cards", "8", "--framework",
                                     framework, *formats, "--format", "launch", "--top", "1"])
     assert res.exit_code == 0, res.output
-    return res.output
+    return res.stdout  # the script; its notes go to stderr
 
 
 def test_check_command_reads_the_formats_the_command_spells() -> None:
@@ -139,3 +139,20 @@ def test_check_command_leaves_a_quantized_checkpoints_weights_and_the_engines_de
             "--max-model-len 4352 --quantization fp8 --kv-cache-dtype auto")
     _, dep = command_deployment(line, "h200_sxm", model="deepseek-v3", isl=4096, osl=256)
     assert (dep.quant.weights, dep.quant.kv_cache) == (None, None)
+
+
+def test_a_format_the_checkpoint_does_not_store_is_said_to_be_a_conversion() -> None:
+    """`--weight-dtype fp8` on a bf16 checkpoint plans weights the checkpoint does not hold: the answer says so,
+    naming what it stores per group (attention, dense bf16 on Llama; DeepSeek-R1's experts fp8_block under
+    `--moe-weight-dtype nvfp4`), as typed (w4a8, not its stored int4); the checkpoint's own format says nothing."""
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.precision import resolve_precision
+
+    llama, h100 = load_model("llama-3.1-70b"), load_hardware("h100_sxm")
+    [note] = [n for n in resolve_precision(llama, h100, weight_dtype="w4a8").notes if "the checkpoint stores" in n]
+    assert note.startswith("--weight-dtype w4a8: the checkpoint stores bf16 (attention, dense);")
+    [note] = [n for n in resolve_precision(load_model("deepseek-r1"), load_hardware("b200_sxm"),
+                                           moe_weight_dtype="nvfp4").notes if "the checkpoint stores" in n]
+    assert note.startswith("--moe-weight-dtype nvfp4: the checkpoint stores fp8_block (experts);")
+    assert not [n for n in resolve_precision(load_model("deepseek-r1"), h100, weight_dtype="fp8_block").notes
+                if "the checkpoint stores" in n]

@@ -273,6 +273,19 @@ def resolve_precision(
         "lm_head": from_ckpt(q.lm_head, "lm_head"),
         "norm": number_format("fp32" if keep32 else "bf16"),  # the engine's dtype holds the norms too
     }
+    converted: dict[tuple[str, str], dict[str, list[str]]] = {}  # the user's format where the checkpoint stores another
+    for group, user, key in (("attention", user_w, "weight_dtype"), ("dense", user_w, "weight_dtype"),
+                             ("experts", user_moe or user_w, "moe_weight_dtype" if user_moe else "weight_dtype")):
+        stored = number_format(getattr(q, group), f"quantization_config.{group}").name
+        if user is not None and group in held and user.quantized and stored != user.name:
+            typed = str(moe_weight_dtype if key == "moe_weight_dtype" else weight_dtype)
+            converted.setdefault((key, typed), {}).setdefault(stored, []).append(group)
+    for (key, typed), stored_as in converted.items():
+        # a 16-bit checkpoint is quantized at load by an engine that can (vLLM / SGLang --quantization fp8, which
+        # the launch prints), else it is served from a checkpoint converted to the format (the model path)
+        stores = "; ".join(f"{f} ({', '.join(gs)})" for f, gs in stored_as.items())
+        notes.append(f"{where[key]} {typed}: the checkpoint stores {stores}; planned as served in {typed}, quantized "
+                     f"at load where the engine can (--format launch says) or from a checkpoint converted to it")
     if halved:
         notes.append("the checkpoint's fp32 weights are served at 16 bits, as the engines' default dtype does (pass "
                      "--weight-dtype fp32 to hold them at 32)")
