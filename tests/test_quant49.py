@@ -156,3 +156,17 @@ def test_a_format_the_checkpoint_does_not_store_is_said_to_be_a_conversion() -> 
     assert note.startswith("--moe-weight-dtype nvfp4: the checkpoint stores fp8_block (experts);")
     assert not [n for n in resolve_precision(load_model("deepseek-r1"), h100, weight_dtype="fp8_block").notes
                 if "the checkpoint stores" in n]
+
+
+def test_a_checkpoint_format_a_device_dequantizes_though_it_has_the_rate_says_why() -> None:
+    """NVFP4 experts on MI355X, which has an FP4 rate (MXFP4's), run dequantized into 16-bit GEMMs: the note said
+    'no native fp4', which MI355X has; it names the rate as being another FP4 format's (H200: still no FP4)."""
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.precision import resolve_precision
+
+    model = load_model(str(Path(__file__).parent / "data" / "configs_quant" / "nvidia--DeepSeek-R1-FP4.json"))
+    mi355x = resolve_precision(model, load_hardware("mi355x"))
+    assert "experts weights stay nvfp4 (weight-only on mi355x: its fp4 rate is for another fp4 format)" in mi355x.notes
+    assert mi355x.gemm_dtype("experts") == "bf16"
+    assert "experts weights stay nvfp4 (weight-only on h200_sxm: no native fp4)" in \
+        resolve_precision(model, load_hardware("h200_sxm")).notes

@@ -254,8 +254,10 @@ def resolve_precision(
             return fmt
         if runs_weight_only(hw, fmt):
             # stored as published and dequantised in the GEMM (e.g. MXFP4 experts on Hopper)
-            if group in held:
-                notes.append(f"{group} weights stay {fmt.name} (weight-only on {hw.name}: no native {fmt.compute})")
+            if group in held:  # MI355X has an FP4 rate, MXFP4's: an NVFP4 checkpoint is dequantized there
+                why = (f"its {fmt.compute} rate is for another {fmt.compute} format" if hw.supports(fmt.compute)
+                       else f"no native {fmt.compute}")
+                notes.append(f"{group} weights stay {fmt.name} (weight-only on {hw.name}: {why})")
             return fmt
         if group in held and (fmt.name in hw.unloaded_formats or fmt.compute in hw.unloaded_formats):
             raise InputError(f"quantization_config.{group}", f"{model.name}'s {fmt.name} checkpoint: no engine on "
