@@ -144,7 +144,8 @@ def test_check_command_leaves_a_quantized_checkpoints_weights_and_the_engines_de
 def test_a_format_the_checkpoint_does_not_store_is_said_to_be_a_conversion() -> None:
     """`--weight-dtype fp8` on a bf16 checkpoint plans weights the checkpoint does not hold: the answer says so,
     naming what it stores per group (attention, dense bf16 on Llama; DeepSeek-R1's experts fp8_block under
-    `--moe-weight-dtype nvfp4`), as typed (w4a8, not its stored int4); the checkpoint's own format says nothing."""
+    `--moe-weight-dtype nvfp4`), as typed (w4a8, not its stored int4); the checkpoint's own element (fp8 on FP8
+    blocks) says nothing."""
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.precision import resolve_precision
 
@@ -154,8 +155,9 @@ def test_a_format_the_checkpoint_does_not_store_is_said_to_be_a_conversion() -> 
     [note] = [n for n in resolve_precision(load_model("deepseek-r1"), load_hardware("b200_sxm"),
                                            moe_weight_dtype="nvfp4").notes if "the checkpoint stores" in n]
     assert note.startswith("--moe-weight-dtype nvfp4: the checkpoint stores fp8_block (experts);")
-    assert not [n for n in resolve_precision(load_model("deepseek-r1"), h100, weight_dtype="fp8_block").notes
-                if "the checkpoint stores" in n]
+    for same in ("fp8_block", "fp8"):  # the checkpoint's element, at its own or another scale layout
+        assert not [n for n in resolve_precision(load_model("deepseek-r1"), h100, weight_dtype=same).notes
+                    if "the checkpoint stores" in n]
 
 
 def test_a_checkpoint_format_a_device_dequantizes_though_it_has_the_rate_says_why() -> None:

@@ -278,8 +278,10 @@ def resolve_precision(
     converted: dict[tuple[str, str], dict[str, list[str]]] = {}  # the user's format where the checkpoint stores another
     for group, user, key in (("attention", user_w, "weight_dtype"), ("dense", user_w, "weight_dtype"),
                              ("experts", user_moe or user_w, "moe_weight_dtype" if user_moe else "weight_dtype")):
-        stored = number_format(getattr(q, group), f"quantization_config.{group}").name
-        if user is not None and group in held and user.quantized and stored != user.name:
+        fmt = number_format(getattr(q, group), f"quantization_config.{group}")
+        stored = fmt.name
+        # the same element at another scale layout (fp8 on an FP8-block checkpoint) names the checkpoint's family
+        if user is not None and group in held and user.quantized and (fmt.bits, fmt.compute) != (user.bits, user.compute):
             typed = str(moe_weight_dtype if key == "moe_weight_dtype" else weight_dtype)
             converted.setdefault((key, typed), {}).setdefault(stored, []).append(group)
     for (key, typed), stored_as in converted.items():
