@@ -172,3 +172,25 @@ def test_a_checkpoint_format_a_device_dequantizes_though_it_has_the_rate_says_wh
     assert mi355x.gemm_dtype("experts") == "bf16"
     assert "experts weights stay nvfp4 (weight-only on h200_sxm: no native fp4)" in \
         resolve_precision(model, load_hardware("h200_sxm")).notes
+
+
+def test_a_checkpoints_kv_scheme_is_the_engines_auto_kv_cache() -> None:
+    """vLLM 0.34.0 and SGLang 0.5.23 resolve --kv-cache-dtype auto to the checkpoint's FP8 KV scheme (ModelOpt's
+    kv_cache_quant_algo, compressed-tensors' kv_cache_scheme), so a ModelOpt FP8 Llama-3.1-8B with no --kv-dtype
+    runs an FP8 cache: 32 layers x 8 KV heads x 128 x 2 (K, V) x 1 byte = 64 KiB a token, 1,024 tokens = 0.0671
+    GB (0.1342 at bf16, as it was priced). A device without FP8 (Atlas A3) keeps the 16-bit cache; --kv-dtype bf16
+    keeps it at 16 bits."""
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.precision import resolve_precision
+
+    model = load_model(str(Path(__file__).parent / "data" / "configs_quant" / "nvidia--Llama-3.1-8B-Instruct-FP8.json"))
+    assert resolve_precision(model, load_hardware("h100_sxm")).kv_bytes == 1
+    assert resolve_precision(model, load_hardware("h100_sxm"), kv_dtype="bf16").kv_bytes == 2
+    assert resolve_precision(model, load_hardware("atlas_a3")).kv_bytes == 2
+
+
+def test_a_modelopt_folders_kv_cache_is_sized_at_its_fp8_scheme(tmp_path: Path) -> None:
+    """The hf_quant_config.json folder above (kv_cache_quant_algo FP8) at 1,024 tokens: 0.0671 GB of KV cache by
+    hand (32 x 8 x 128 x 2 x 1,024 bytes)."""
+    memory = _memory(str(_checkpoint(tmp_path / "ckpt", MODELOPT_FP8)))
+    assert abs(memory["breakdown"]["kv_cache"] - 32 * 8 * 128 * 2 * 1024 / 1e9) < 1e-9

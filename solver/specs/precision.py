@@ -339,11 +339,20 @@ def resolve_precision(
         # the engines' KV dtype "auto" is the model dtype: an fp32 model caches K and V in fp32 (vLLM's
         # --kv-cache-dtype auto under --dtype float32); a quantized model's activations, and so its KV, stay 16-bit
         kv = _model_dtype_bytes(weights["attention"])
-        if q.kv_cache is not None and kv_element_bytes(q.kv_cache, "quantization_config.kv_cache_scheme") < kv:
-            # the checkpoint carries KV scales, but the engines' KV dtype auto is the model dtype: the scales are
-            # used when the KV-cache dtype is set to the format (vLLM / SGLang --kv-cache-dtype)
-            notes.append(f"the checkpoint carries {q.kv_cache} KV-cache scales (quantization_config); the KV cache "
-                         f"is priced at {8 * kv} bits, the engines' default: pass --kv-dtype {q.kv_cache} to use them")
+        ckpt_kv = q.kv_cache
+        if ckpt_kv is not None and kv_element_bytes(ckpt_kv, "quantization_config.kv_cache_scheme") < kv:
+            held_kv = hw.supports(number_format(ckpt_kv).compute) or number_format(ckpt_kv).compute in \
+                hw.kv_storage_formats
+            if q.kv_cache_auto and held_kv:
+                # the engines' KV dtype auto takes the checkpoint's scheme (QuantSpec.kv_cache_auto)
+                kv = kv_element_bytes(ckpt_kv, "quantization_config.kv_cache_scheme")
+                notes.append(f"the checkpoint's {ckpt_kv} KV-cache scheme ({q.method}) is what the engines' KV dtype "
+                             f"auto runs: the KV cache is priced at {8 * kv} bits (pass --kv-dtype bf16 for 16)")
+            else:
+                # the scales are used where the KV-cache dtype is set to the format (vLLM / SGLang --kv-cache-dtype)
+                notes.append(f"the checkpoint carries {ckpt_kv} KV-cache scales (quantization_config); the KV cache "
+                             f"is priced at {8 * kv} bits, the engines' default: pass --kv-dtype {ckpt_kv} to use "
+                             "them")
         if kv > 2:
             notes.append(f"the KV cache is priced at {8 * kv} bits, the engines' KV dtype auto following the model "
                          "dtype (pass --kv-dtype to choose); activations, the recurrent and convolution states, "
