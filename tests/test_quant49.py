@@ -194,3 +194,10 @@ def test_a_modelopt_folders_kv_cache_is_sized_at_its_fp8_scheme(tmp_path: Path) 
     hand (32 x 8 x 128 x 2 x 1,024 bytes)."""
     memory = _memory(str(_checkpoint(tmp_path / "ckpt", MODELOPT_FP8)))
     assert abs(memory["breakdown"]["kv_cache"] - 32 * 8 * 128 * 2 * 1024 / 1e9) < 1e-9
+
+
+def test_a_16_bit_kv_cache_chosen_is_named_not_auto() -> None:
+    """`--kv-dtype bf16` printed vLLM's and SGLang's `--kv-cache-dtype auto`, which runs a ModelOpt or
+    compressed-tensors checkpoint's FP8 KV scheme (above): the 16-bit cache the plan priced is named."""
+    for framework in ("vllm", "sglang"):
+        assert "--kv-cache-dtype bfloat16" in _launch(framework, "--kv-dtype", "bf16"), framework
