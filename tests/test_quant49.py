@@ -201,3 +201,10 @@ def test_a_16_bit_kv_cache_chosen_is_named_not_auto() -> None:
     compressed-tensors checkpoint's FP8 KV scheme (above): the 16-bit cache the plan priced is named."""
     for framework in ("vllm", "sglang"):
         assert "--kv-cache-dtype bfloat16" in _launch(framework, "--kv-dtype", "bf16"), framework
+
+
+def test_inspect_says_a_checkpoints_kv_scheme_is_the_default_cache(tmp_path: Path) -> None:
+    """`inspect` said a ModelOpt checkpoint's FP8 KV scales are 'used with --kv-dtype fp8'; the engines run them
+    by default (above), which it now says."""
+    res = CliRunner().invoke(main, ["inspect", str(_checkpoint(tmp_path / "ckpt", MODELOPT_FP8))])
+    assert "the engines' default KV cache" in res.output and "used with --kv-dtype" not in res.output
