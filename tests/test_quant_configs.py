@@ -73,8 +73,10 @@ def test_modelopt_fp8_is_per_tensor_fp8_with_kv_scales() -> None:
     assert _groups(m) == ("fp8", "fp8", "bf16", "fp8") and m.quant.kv_cache == "fp8"
 
 
-def test_checkpoint_kv_scales_leave_the_kv_at_the_default_and_say_how_to_use_them() -> None:
-    m = _model("nvidia--Llama-3.1-8B-Instruct-FP8")
+def test_checkpoint_kv_scales_the_engines_do_not_take_by_default_leave_the_kv_at_16_bits_and_say_how() -> None:
+    # Quark's kv_cache_group is used only under an FP8 --kv-cache-dtype (a ModelOpt or compressed-tensors scheme is
+    # the engines' auto: tests/test_quant49.py)
+    m = _model("amd--Llama-3.1-8B-Instruct-FP8-KV")
     prec = resolve_precision(m, load_hardware("h100_sxm"))
     assert prec.kv_bytes == 2 and any("--kv-dtype fp8" in n for n in prec.notes)
     assert resolve_precision(m, load_hardware("h100_sxm"), kv_dtype="fp8").kv_bytes == 1

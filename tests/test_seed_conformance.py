@@ -210,7 +210,8 @@ def test_weight_handling_note_follows_enable_online_split_weight(tmp_path):
     prev = {"previous_parallel_config": {"embed_tp_size": 8, "lmhead_tp_size": 16}}
 
     def weight_notes(extra: dict) -> list[str]:
-        return [n for n in _check(tmp_path, {**base, **extra})["notes"] if "weight" in n]
+        # the split-weight rule's notes (they name the parallel_config), not the format's conversion note
+        return [n for n in _check(tmp_path, {**base, **extra})["notes"] if "weight" in n and "parallel_config" in n]
 
     # False: "must re-convert; weights are bound to parallel_config"
     assert weight_notes({"enable_online_split_weight": False}) == [

@@ -16,6 +16,7 @@ from solver.errors import InputError
 from solver.launch.command_reading import launch_reading, slot_name, slot_of
 from solver.launch.draft_method import command_draft, method_slot
 from solver.launch.read_command import CommandReading, read_command, spells_depth
+from solver.specs.dtypes import number_format
 
 
 def mtp_unread(fw: Any, r: CommandReading) -> str | None:
@@ -85,6 +86,29 @@ def _settings_notes(r: CommandReading, hardware: str, isl: int, osl: int, concur
     return out
 
 
+def formats_spelled(fw: Any, r: CommandReading, quantized: bool) -> dict[str, tuple[str, str]]:
+    """The number formats the command itself sets, read back through the profile's own spelling of them (the launch
+    args whose text is `{weight_dtype}` or `{kv_dtype}`, their `map` inverted): vLLM's `--kv-cache-dtype fp8`, SGLang's
+    `fp8_e4m3`, TRT-LLM's kv_cache_config.dtype, a `--quantization fp8` that quantizes a 16-bit checkpoint at load.
+    A value naming a 16-bit format (`auto`, `bfloat16`) is the engine's default, the model dtype: not read. On a
+    quantized checkpoint (`quantized`) the weights are the checkpoint's, which no flag converts (emit's
+    _prequantized), so a weight flag is not read. Each: (the format, as the command spells it)."""
+    out: dict[str, tuple[str, str]] = {}
+    for arg in (fw.launch.args if fw.launch is not None else ()):
+        name = (arg.text or "").strip("{}")
+        if arg.text != f"{{{name}}}" or name not in ("weight_dtype", "kv_dtype") or name in out or \
+                (name == "weight_dtype" and quantized):
+            continue
+        slot = slot_of(fw, arg)
+        given = r.given.get(slot) if slot is not None else None
+        if given is None:
+            continue
+        keys = [k for k, v in (arg.map or {given: given}).items() if str(v) == str(given)]
+        if keys and number_format(keys[0], name).quantized:
+            out[name] = (keys[0], str(given))
+    return out
+
+
 def command_deployment(command: str, hardware: str, cards: int | None = None, framework: str | None = None,
                        model: str | None = None, isl: int | None = None, osl: int | None = None,
                        concurrency: int | None = None, mtp: int | None = None, weight_dtype: str | None = None,
@@ -138,6 +162,13 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
                        f"verifying 1 + {depth} tokens a sequence at --mtp-accept {mtp_accept}, no next-n layers "
                        "loaded or run")
     phase = r.role.role if r.role is not None else None
+    # the formats the command spells are the ones it runs, unless the user gives them
+    spelled = formats_spelled(fw, r, load_model(r.model).quant.method != "none")
+    for key, (value, as_given) in spelled.items():
+        if {"weight_dtype": weight_dtype, "kv_dtype": kv_dtype}[key] is None:
+            r.notes.append(f"--{key.replace('_', '-')} {value}: read from the command's {as_given}")
+    weight_dtype = weight_dtype or spelled.get("weight_dtype", (None,))[0]
+    kv_dtype = kv_dtype or spelled.get("kv_dtype", (None,))[0]
     if r.max_model_len is not None and isl + osl > r.max_model_len:  # type: ignore[operator]
         r.notes.append(f"ISL + OSL = {isl + osl:,} exceeds the command's maximum model length "  # type: ignore[operator]
                        f"{r.max_model_len:,}: the engine refuses such requests")

@@ -62,7 +62,9 @@ def _basic(m: ModelSpec) -> dict[str, Any]:
         d["checkpoint activations"] = ("16-bit (weight-only)" if m.quant.activation == "bf16"
                                        else f"{m.quant.activation} (quantized in the GEMMs)")
     if m.quant.kv_cache is not None:
-        d["checkpoint KV-cache scales"] = f"{m.quant.kv_cache} (used with --kv-dtype {m.quant.kv_cache})"
+        d["checkpoint KV-cache scales"] = (f"{m.quant.kv_cache} (the engines' default KV cache where the device "
+                                           "holds it)" if m.quant.kv_cache_auto else
+                                           f"{m.quant.kv_cache} (used with --kv-dtype {m.quant.kv_cache})")
     return d
 
 

@@ -5,6 +5,7 @@ hf_quant_config.json when the repository has one) and nothing else; HF_HUB_OFFLI
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 from functools import lru_cache
@@ -24,7 +25,8 @@ def _norm(name: str) -> str:
 
 @lru_cache(maxsize=1)
 def _index() -> dict[str, str]:
-    """normalized alias -> file name. The file stem (org--name) and 'org/name' always resolve."""
+    """normalized alias -> file name. The file stem (org--name) and 'org/name' always resolve; so do the names of
+    a checkpoint that stores a catalog config's architecture in other formats (_checkpoints), to that config."""
     folder = catalog_dir("models")
     data = load_yaml(folder / "index.yaml") or {}
     table: dict[str, str] = {}
@@ -32,16 +34,35 @@ def _index() -> dict[str, str]:
         stem = file.removesuffix(".json")
         for alias in [stem, stem.replace("--", "/"), *aliases]:
             table[_norm(alias)] = file
+    for alias, entry in _checkpoints().items():
+        table[alias] = entry["config"]
     for path in folder.glob("*.json"):
         table.setdefault(_norm(path.stem), path.name)
         table.setdefault(_norm(path.stem.replace("--", "/")), path.name)
     return table
 
 
-def list_models() -> list[tuple[str, list[str]]]:
-    """(file, aliases) for every catalog model."""
+@lru_cache(maxsize=1)
+def _checkpoints() -> dict[str, dict[str, Any]]:
+    """normalized alias -> index.yaml's `checkpoints` entry: a published checkpoint whose config.json is a catalog
+    config's architecture with a quantization_config of its own ({config, aliases, quantization_config,
+    source}); its names load the config with that quantization_config."""
     data = load_yaml(catalog_dir("models") / "index.yaml") or {}
-    return [(f, list(a)) for f, a in sorted((data.get("models") or {}).items())]
+    table: dict[str, dict[str, Any]] = {}
+    for name, entry in (data.get("checkpoints") or {}).items():
+        for alias in [name, *entry.get("aliases", ())]:
+            table[_norm(alias)] = entry
+    return table
+
+
+def list_models() -> list[tuple[str, list[str]]]:
+    """(file, aliases) for every catalog model; a checkpoint of a config's architecture in other formats
+    (_checkpoints) is listed under its config's names."""
+    data = load_yaml(catalog_dir("models") / "index.yaml") or {}
+    more: dict[str, list[str]] = {}
+    for name, entry in (data.get("checkpoints") or {}).items():
+        more.setdefault(entry["config"], []).extend([name, *entry.get("aliases", ())])
+    return [(f, [*a, *more.get(f, [])]) for f, a in sorted((data.get("models") or {}).items())]
 
 
 def published_counts() -> dict[str, dict]:
@@ -154,14 +175,44 @@ def resolve_model_file(arg: str, download: bool = False) -> tuple[Path, str]:
     raise InputError("model", f"unknown model {arg!r}{hint}")
 
 
+# NVIDIA ModelOpt exports before 0.31 keep the quantization config in this file beside config.json, which then
+# carries none; the engines read it as the config's quantization_config (vLLM 0.34.0 (PyPI wheel)
+# transformers_utils/config.py:996-1008) and name its method from its producer (model_arch_config_convertor.py
+# 248-269: producer.name "modelopt")
+QUANT_CONFIG_BESIDE = "hf_quant_config.json"
+
+
+def with_quant_config_beside(cfg: Any, path: Path) -> Any:
+    """`cfg` (read from `path`) with the quantization config of QUANT_CONFIG_BESIDE where `path` is a checkpoint's
+    config.json, the file sits in its folder and the config carries none, under the method its producer names (a
+    file with no producer is ModelOpt's: the file is that exporter's). A config file of another name (a catalog
+    entry, a folder of several configs) is its own."""
+    beside = path.parent / QUANT_CONFIG_BESIDE
+    if path.name != "config.json" or not isinstance(cfg, dict) or "quantization_config" in cfg or not beside.is_file():
+        return cfg
+    quant = load_json(beside)
+    if not isinstance(quant, dict):
+        raise InputError(str(beside), "must be a JSON object (ModelOpt's quantization config)")
+    producer = quant.get("producer")
+    method = str((producer.get("name") if isinstance(producer, dict) else None) or "modelopt")
+    return {**cfg, "quantization_config": {"quant_method": method, **quant}}
+
+
 @lru_cache(maxsize=64)
-def _load_cached(path: str, name: str, mtime: float) -> ModelSpec:
-    return parse_model_config(load_json(Path(path)), name, origin=path)
+def _load_cached(path: str, name: str, mtime: float, beside_mtime: float, quant: str | None = None) -> ModelSpec:
+    cfg = with_quant_config_beside(load_json(Path(path)), Path(path))
+    if quant is not None:  # a catalog checkpoint's own formats over its config's (_checkpoints)
+        cfg = {**cfg, "quantization_config": json.loads(quant)}
+    return parse_model_config(cfg, name, origin=path)
 
 
 def load_model(arg: str, download: bool = False) -> ModelSpec:
     path, name = resolve_model_file(arg, download)
-    return _load_cached(str(path), name, path.stat().st_mtime)
+    beside = path.parent / QUANT_CONFIG_BESIDE  # its edits are read too
+    entry = _checkpoints().get(_norm(arg)) if _config_path(arg) is None else None
+    quant = json.dumps(entry["quantization_config"], sort_keys=True) if entry is not None else None
+    return _load_cached(str(path), name, path.stat().st_mtime, beside.stat().st_mtime if beside.is_file() else 0.0,
+                        quant)
 
 
 def model_names(arg: str, config_name: str) -> tuple[str, str | None]:

@@ -254,8 +254,10 @@ def resolve_precision(
             return fmt
         if runs_weight_only(hw, fmt):
             # stored as published and dequantised in the GEMM (e.g. MXFP4 experts on Hopper)
-            if group in held:
-                notes.append(f"{group} weights stay {fmt.name} (weight-only on {hw.name}: no native {fmt.compute})")
+            if group in held:  # MI355X has an FP4 rate, MXFP4's: an NVFP4 checkpoint is dequantized there
+                why = (f"its {fmt.compute} rate is for another {fmt.compute} format" if hw.supports(fmt.compute)
+                       else f"no native {fmt.compute}")
+                notes.append(f"{group} weights stay {fmt.name} (weight-only on {hw.name}: {why})")
             return fmt
         if group in held and (fmt.name in hw.unloaded_formats or fmt.compute in hw.unloaded_formats):
             raise InputError(f"quantization_config.{group}", f"{model.name}'s {fmt.name} checkpoint: no engine on "
@@ -273,6 +275,21 @@ def resolve_precision(
         "lm_head": from_ckpt(q.lm_head, "lm_head"),
         "norm": number_format("fp32" if keep32 else "bf16"),  # the engine's dtype holds the norms too
     }
+    converted: dict[tuple[str, str], dict[str, list[str]]] = {}  # the user's format where the checkpoint stores another
+    for group, user, key in (("attention", user_w, "weight_dtype"), ("dense", user_w, "weight_dtype"),
+                             ("experts", user_moe or user_w, "moe_weight_dtype" if user_moe else "weight_dtype")):
+        fmt = number_format(getattr(q, group), f"quantization_config.{group}")
+        stored = fmt.name
+        # the same element at another scale layout (fp8 on an FP8-block checkpoint) names the checkpoint's family
+        if user is not None and group in held and user.quantized and (fmt.bits, fmt.compute) != (user.bits, user.compute):
+            typed = str(moe_weight_dtype if key == "moe_weight_dtype" else weight_dtype)
+            converted.setdefault((key, typed), {}).setdefault(stored, []).append(group)
+    for (key, typed), stored_as in converted.items():
+        # a 16-bit checkpoint is quantized at load by an engine that can (vLLM / SGLang --quantization fp8, which
+        # the launch prints), else it is served from a checkpoint converted to the format (the model path)
+        stores = "; ".join(f"{f} ({', '.join(gs)})" for f, gs in stored_as.items())
+        notes.append(f"{where[key]} {typed}: the checkpoint stores {stores}; planned as served in {typed}, quantized "
+                     f"at load where the engine can (--format launch says) or from a checkpoint converted to it")
     if halved:
         notes.append("the checkpoint's fp32 weights are served at 16 bits, as the engines' default dtype does (pass "
                      "--weight-dtype fp32 to hold them at 32)")
@@ -322,11 +339,20 @@ def resolve_precision(
         # the engines' KV dtype "auto" is the model dtype: an fp32 model caches K and V in fp32 (vLLM's
         # --kv-cache-dtype auto under --dtype float32); a quantized model's activations, and so its KV, stay 16-bit
         kv = _model_dtype_bytes(weights["attention"])
-        if q.kv_cache is not None and kv_element_bytes(q.kv_cache, "quantization_config.kv_cache_scheme") < kv:
-            # the checkpoint carries KV scales, but the engines' KV dtype auto is the model dtype: the scales are
-            # used when the KV-cache dtype is set to the format (vLLM / SGLang --kv-cache-dtype)
-            notes.append(f"the checkpoint carries {q.kv_cache} KV-cache scales (quantization_config); the KV cache "
-                         f"is priced at {8 * kv} bits, the engines' default: pass --kv-dtype {q.kv_cache} to use them")
+        ckpt_kv = q.kv_cache
+        if ckpt_kv is not None and kv_element_bytes(ckpt_kv, "quantization_config.kv_cache_scheme") < kv:
+            held_kv = hw.supports(number_format(ckpt_kv).compute) or number_format(ckpt_kv).compute in \
+                hw.kv_storage_formats
+            if q.kv_cache_auto and held_kv:
+                # the engines' KV dtype auto takes the checkpoint's scheme (QuantSpec.kv_cache_auto)
+                kv = kv_element_bytes(ckpt_kv, "quantization_config.kv_cache_scheme")
+                notes.append(f"the checkpoint's {ckpt_kv} KV-cache scheme ({q.method}) is what the engines' KV dtype "
+                             f"auto runs: the KV cache is priced at {8 * kv} bits (pass --kv-dtype bf16 for 16)")
+            else:
+                # the scales are used where the KV-cache dtype is set to the format (vLLM / SGLang --kv-cache-dtype)
+                notes.append(f"the checkpoint carries {ckpt_kv} KV-cache scales (quantization_config); the KV cache "
+                             f"is priced at {8 * kv} bits, the engines' default: pass --kv-dtype {ckpt_kv} to use "
+                             "them")
         if kv > 2:
             notes.append(f"the KV cache is priced at {8 * kv} bits, the engines' KV dtype auto following the model "
                          "dtype (pass --kv-dtype to choose); activations, the recurrent and convolution states, "

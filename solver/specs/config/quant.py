@@ -35,6 +35,7 @@ class QuantSpec:
     # (W8A8, W4A4); None where the method does not say (fp8, mxfp4: resolve_precision's rule decides)
     activation: str | None = None
     kv_cache: str | None = None  # the KV-cache format the checkpoint carries scales for (kv_cache_scheme)
+    kv_cache_auto: bool = False  # the engines' KV dtype "auto" takes kv_cache (quant_methods.Rules.kv_cache_auto)
 
 
 # torch_dtype / dtype (the weights' storage without a quantization_config), and any other dtype a config writes (a
@@ -108,7 +109,8 @@ def _apply(rules: Rules, method: str, base: str, modules: ModuleSet, warnings: l
     acts = [s.activation for g in ("dense", "experts", "attention") if held_by[g] and (s := chosen[g]) is not None]
     _unmatched_names(rules, method, modules, warnings)
     return QuantSpec(method=method, **{g: (s.weight if s else base) for g, s in chosen.items()},
-                     activation=acts[0] if acts else None, kv_cache=rules.kv_cache)
+                     activation=acts[0] if acts else None, kv_cache=rules.kv_cache,
+                     kv_cache_auto=rules.kv_cache_auto and rules.kv_cache is not None)
 
 
 def _unmatched_names(rules: Rules, method: str, modules: ModuleSet, warnings: list[str]) -> None:

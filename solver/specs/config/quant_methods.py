@@ -30,6 +30,12 @@ class Rules:
     schemes: tuple[tuple[Match, Scheme], ...]  # the first that covers a module sets its format
     ignored: Match
     kv_cache: str | None = None
+    # the engines' KV-cache dtype "auto" takes kv_cache (the checkpoint's scheme, its scales loaded) rather than the
+    # model dtype: ModelOpt's kv_cache_quant_algo and compressed-tensors' kv_cache_scheme (vLLM 0.34.0 (PyPI wheel)
+    # engine/arg_utils.py:2329-2332 + utils/torch_utils.py:463-530, model_executor/layers/attention/attention.py
+    # 296-312; SGLang 0.5.23 mem_cache/kv_cache_dtype.py:49-58 with compressed_tensors.py:142-151); Quark's
+    # kv_cache_group is used only under an FP8 --kv-cache-dtype (vLLM's QuarkConfig resolves no auto dtype)
+    kv_cache_auto: bool = False
     # the field each scheme is read from (compressed-tensors' config_groups.<name>.targets), where a method holds
     # several: two that cover one module with different formats are refused naming the second's
     scheme_paths: tuple[str, ...] = ()
@@ -216,7 +222,7 @@ def _compressed_tensors(q: dict[str, Any], r: Reader) -> Rules:
         kv_fmt = _kv(r, _ACTIVATIONS[(bits, r.choice(kv.get("type", "int"), "kv_cache_scheme.type",
                                                     ("int", "float")))], "kv_cache_scheme")
     ignore = r.ct_match(r.names(q.get("ignore"), "ignore"), "ignore")
-    return Rules(tuple(schemes), ignore, kv_fmt, scheme_paths=tuple(paths))
+    return Rules(tuple(schemes), ignore, kv_fmt, kv_cache_auto=True, scheme_paths=tuple(paths))
 
 
 # ModelOpt's quant_algo values: weight format (group size filled in) and activations
@@ -259,7 +265,8 @@ def _modelopt(q: dict[str, Any], r: Reader) -> Rules:
     skip_key = "exclude_modules" if "exclude_modules" in src else "ignore"
     kv = src.get("kv_cache_quant_algo")
     kv_fmt = None if kv is None else _kv(r, str(kv).lower(), f"{pre}kv_cache_quant_algo")
-    return Rules(tuple(schemes), r.glob(r.names(src.get(skip_key), pre + skip_key), pre + skip_key), kv_fmt)
+    return Rules(tuple(schemes), r.glob(r.names(src.get(skip_key), pre + skip_key), pre + skip_key), kv_fmt,
+                 kv_cache_auto=True)
 
 
 def _awq(q: dict[str, Any], r: Reader) -> Rules:
