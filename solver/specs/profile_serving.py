@@ -229,6 +229,10 @@ class EpKernels(BaseModel):
     exchange: EpExchange = "a2a_kernel"
     when: str = Field(description="a condition over EP_KERNEL_NAMES (rule-env names: moe_ep_size, moe_tp_size, "
                                   "attn_dp_size, world (one stage's ranks), pp_size, ranks_per_node, on_<platform>)")
+    colocated_prefill: Literal["throughput", "low_latency"] = Field(
+        "throughput", description="the kernels a co-located engine's command runs for prefill (a prefill-only "
+        "worker runs the throughput ones, decode the low-latency ones): low_latency where its one backend serves "
+        "both phases")
     buffers: EpBuffers | None = Field(None, description="the all-to-all buffers a rank allocates where `when` "
                                       "holds; None: none counted")
     source: str = ""
