@@ -72,3 +72,30 @@ def test_no_buffer_for_an_engine_that_declares_none():
 def test_dispatch_tokens_reading_an_unknown_name_is_refused():
     with pytest.raises(ValueError, match="dispatch_tokens: reads batch"):
         EpBuffers(dispatch_tokens="max(128, batch)")
+
+
+def _dispatch(framework: str, prefill_worker: bool) -> tuple[str, float]:
+    from solver.estimate.factors import factors_for
+    from solver.estimate.serving import prefill_step
+    from solver.specs.precision import resolve_precision
+
+    model, hw, pc, _ = _ds_ep16(framework)
+    f = factors_for(hw, load_framework(framework).efficiency_for(hw))
+    step = prefill_step(model, hw, pc, resolve_precision(model, hw), f, 4096, 2, prefill_worker=prefill_worker)
+    c = next(c for c in step.comms if c.name.endswith("ep_dispatch"))
+    return c.primitive, c.bytes
+
+
+def test_vllm_colocated_prefill_runs_the_low_latency_kernels_its_command_selects():
+    """--all2all-backend deepep_low_latency serves both phases: every token-expert pair over RDMA, the kernel's
+    per-call latency; a prefill worker's deepep_high_throughput sends one copy per remote NVLink domain."""
+    colocated, worker = _dispatch("vllm", False), _dispatch("vllm", True)
+    assert colocated[0] == "ep_all_to_all" and worker[0] == "all_to_all"
+    # top-8 over 2 nodes: a worker's share is 2 (1 - 1/2^8) / 8 of the pairs
+    assert worker[1] == pytest.approx(colocated[1] * 2 * (1 - 0.5 ** 8) / 8)
+
+
+def test_sglang_prefill_runs_the_throughput_kernels_either_way():
+    """--deepep-mode auto: normal kernels on a batch with prefill (layers/moe/utils.py:278-285)."""
+    assert _dispatch("sglang", False) == _dispatch("sglang", True)
+    assert _dispatch("sglang", False)[0] == "all_to_all"
