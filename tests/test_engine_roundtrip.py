@@ -323,7 +323,8 @@ def test_every_printed_launch_holds_the_planned_load_and_round_trips_through_the
             inside = line != "SHARDPLAN_EOF"
         elif line and not line.startswith("#"):
             body.append(shlex.split(line))
-    assert body == [n["argv"] for n in launch["nodes"] if n["argv"]]
+    # a node's environment rides as the line's NAME=value prefix (launch.shell.render_shell)
+    assert body == [[*(f"{k}={v}" for k, v in n["env"].items()), *n["argv"]] for n in launch["nodes"] if n["argv"]]
 
 
 
@@ -336,6 +337,10 @@ MTP1 = {"vllm": ['--speculative-config {"method":"mtp","num_speculative_tokens":
 KV_FP8 = {"vllm": ["--kv-cache-dtype fp8"], "sglang": ["--kv-cache-dtype fp8_e4m3"], "trtllm": ["dtype: fp8"],
           "atom": ["--kv_cache_dtype fp8"]}
 ENGINE_EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "docs" / "examples" / "engines").glob("*.yaml"))
+# vLLM wide EP across nodes: the command's deepep_low_latency buffer, sized by its --max-num-batched-tokens (8,192 on
+# these devices), outgrows the device (estimate/buffers.py; benchmarks/README.md, Stop 49: the budget vLLM itself
+# defaults to there, 256, is left open), so check refuses these on memory alone; their launch still parses back
+OVER_MEMORY_BY_EP_BUFFER = {"vllm-dp", "vllm-pcp"}
 
 
 @pytest.mark.parametrize("path", ENGINE_EXAMPLES, ids=[p.stem for p in ENGINE_EXAMPLES])
@@ -352,7 +357,12 @@ def test_each_engines_every_knob_example_is_valid_and_launches_the_knobs_it_was_
     pc = ParallelConfig(world_size=data["world_size"], **data["parallel_config"])
     assert sum(getattr(pc, k) > 1 for k in model_knobs(model)) >= 3, path.name
     checked = CliRunner().invoke(main, ["check", str(path), "--format", "json"])
-    assert checked.exit_code == 0 and json.loads(checked.stdout)["valid"], (path.name, checked.stdout[-2000:])
+    if path.stem in OVER_MEMORY_BY_EP_BUFFER:
+        v = json.loads(checked.stdout)["violations"]
+        assert checked.exit_code == 1 and not v["A"] and not v["C"], (path.name, v)
+        assert [m.startswith("memory per rank") for m in v["B"]] == [True], (path.name, v)
+    else:
+        assert checked.exit_code == 0 and json.loads(checked.stdout)["valid"], (path.name, checked.stdout[-2000:])
     launched = CliRunner().invoke(main, ["launch", str(path), "--format", "json"])
     assert launched.exit_code == 0, (path.name, launched.stderr)
     got = parse_launch(json.loads(launched.stdout), model)

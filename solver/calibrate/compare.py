@@ -76,7 +76,7 @@ class Setup:
         c = self.cfg
         per_replica = max(1.0, (c.batch or 1) / self.pc.attn_replicas)
         if c.phase == "prefill":
-            return prefill_step(self.model, hw, self.pc, self.prec, f, c.seq_len or 1, per_replica)
+            return prefill_step(self.model, hw, self.pc, self.prec, f, c.seq_len or 1, per_replica, prefill_worker=True)
         return decode_step(self.model, hw, self.pc, self.prec, f, per_replica, c.seq_len or 1)
 
     def memory(self) -> MemoryReport:

@@ -58,15 +58,20 @@ class Work:
     # keys and the group all-gathers the partial outputs with their lse to merge them (step_parts.decode_layout);
     # 1: each rank reads its requests' whole cache
     kv_shards: int = 1
+    # a prefill-only worker's step (a disaggregated prefill pool; Workload kind "prefill"), whose command runs the
+    # engine's prefill EP kernels; False: a co-located engine's prefill, which runs the kernels its one command
+    # selects for both phases (EpKernels.colocated_prefill)
+    prefill_worker: bool = False
 
     @classmethod
-    def prefill(cls, new: float, cached: float, prompts: float, busy_replicas: float = 0.0) -> "Work":
+    def prefill(cls, new: float, cached: float, prompts: float, busy_replicas: float = 0.0,
+                prefill_worker: bool = False) -> "Work":
         """A prefill step of `prompts` prompts of `new` tokens each after `cached` ones: their queries sit at
         positions cached + 1 .. cached + new (prior_tokens = cached), so each attends to `cached` keys more than a
         fresh prompt of `new` tokens would, while every other op sees only the new tokens. cached = 0: a whole
         prompt of `new` tokens."""
         return cls("prefill", new_tokens=new * prompts, context=cached + (new + 1) / 2, sequences=prompts,
-                   logits_tokens=prompts, busy_replicas=busy_replicas)
+                   logits_tokens=prompts, busy_replicas=busy_replicas, prefill_worker=prefill_worker)
 
 
 @dataclass(frozen=True)

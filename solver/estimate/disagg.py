@@ -488,7 +488,8 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
                        cap, wl.decode_batch or 0, graph_sizes_at(f_decode, decode_pc, model.num_experts, planned,
                                                                  wl.mtp), synced)
     new, cached = wl.prompt_tokens
-    pre = prefill_step(model, hw, prefill_pc, prec, f_prefill, new, shape.prompts_per_step, wl.mtp, cached)
+    pre = prefill_step(model, hw, prefill_pc, prec, f_prefill, new, shape.prompts_per_step, wl.mtp, cached,
+                       prefill_worker=True)
     dec_batch = shape.graph_batch or shape.running  # the decode step runs the padded batch
     dec = decode_step(model, hw, decode_pc, prec, f_decode, dec_batch, wl.isl + wl.osl / 2, wl.mtp, wl.osl)
     pre_s = step_time(pre.time_s, kernels_launched(pre, f_prefill), shape.prompts_per_step, True, f_prefill,

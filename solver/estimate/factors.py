@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from solver.specs.hardware import Hardware
 from solver.specs.knobs import LAYOUT_SWITCHES
 from solver.estimate.stage_ranks import DP_MAJOR, STAGE_MAJOR, launched_device
-from solver.specs.profile_serving import ep_kernels_hold
+from solver.specs.profile_serving import EpKernels, ep_kernels_hold
 from solver.specs.rule_env import true_device_flags
 
 if TYPE_CHECKING:
@@ -127,6 +127,8 @@ class Factors:
     # the exchange the command switches to where its condition holds (FrameworkServing.ep_kernels; "" = none)
     ep_kernels_exchange: str = ""
     ep_kernels_when: str = ""
+    # the same kernels whole, their buffers read by the memory side (memory_options.MEMORY_AMOUNTS)
+    ep_kernels: "EpKernels | None" = None
 
     @property
     def rank_order(self) -> str:
@@ -199,6 +201,7 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         logits_exchange=str(s.get("logits_exchange", "all_gather")),
         ep_kernels_exchange=str(s.get("ep_kernels_exchange", "")),
         ep_kernels_when=str(s.get("ep_kernels_when", "")),
+        ep_kernels=s.get("ep_kernels"),  # type: ignore[arg-type]
         indexer_logits_max_bytes=s.get("indexer_logits_max_bytes"),
         indexer_decode_logits_bound=s.get("indexer_decode_logits_bound"),  # type: ignore[arg-type]
         hybrid_state=s.get("hybrid_state"),  # type: ignore[arg-type]

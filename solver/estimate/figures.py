@@ -85,7 +85,7 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
         # fewer prompts than attention replicas: the others have no prompt (at most an engine's dummy step), so
         # the MoE and every group spanning replicas see these prompts' tokens only (Work.busy_replicas)
         busy = float(wl.batch) if wl.batch < replicas else 0.0
-        work = Work.prefill(*wl.prompt_tokens, per, busy)
+        work = Work.prefill(*wl.prompt_tokens, per, busy, prefill_worker=True)
         pmtp = prompt_draft_passes(mtp_layers)
         return StepPlan("prefill", pc.world_size, replicas, per, work, None, 0, wl, pre_seqs=per,
                         pre_layers=step_layers(model, pc, "prefill", per, pmtp), pre_mtp_layers=pmtp)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from solver.estimate.activations import activation_peak
-from solver.estimate.buffers import comm_buffers_per_rank, staging_tokens
+from solver.estimate.buffers import a2a_buffer_bytes, comm_buffers_per_rank, staging_tokens
 from solver.estimate.memory_options import MemoryOptions, device_options, memory_limit
 from solver.estimate.params import count_params
 from solver.estimate.request_state import cache_per_rank, state_per_rank
@@ -126,7 +126,8 @@ def memory_per_rank(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Pr
     state = state_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache,
                            kvp_splits_weights=opts.kvp_splits_attention_weights, layout=opts.cache_layout)
     act = activation_peak(model, pc, opts, seq_len, seqs)
-    comm = comm_buffers_per_rank(model, pc, staging_tokens(model, opts, pc, seq_len, seqs))
+    comm = (comm_buffers_per_rank(model, pc, staging_tokens(model, opts, pc, seq_len, seqs))
+            + a2a_buffer_bytes(model, hw, pc, opts, seqs))
     notes = list(prec.notes)
     return MemoryReport(
         weights_bytes=weights,

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from solver.estimate.factors import Factors
 from solver.estimate.request_state import CacheLayout, block_fields, hybrid_fields
 from solver.specs.framework import FrameworkProfile, HybridStateLayout, IndexerDecodeBound, KVBlocks
+from solver.specs.profile_serving import EpKernels
 from solver.specs.hardware import Hardware
 from solver.specs.rule_env import true_device_flags
 from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET, command_budget
@@ -79,6 +80,9 @@ class MemoryOptions:
     # the engine's zero-expert routing (FrameworkProfile.zero_expert_picks_computed): every zero pick runs as expert 0,
     # so the rank holding it holds their activations too (layers.moe.MoE.hot_rank_activation)
     zero_expert_picks_computed: bool = False
+    # the engine's EP kernels, their condition and the buffers they allocate (FrameworkProfile.ep_kernels), read
+    # by buffers.a2a_buffer_bytes
+    ep_kernels: EpKernels | None = None
 
     def chunk_tokens(self, synced: int, replica_batch: int = 1) -> int:
         """Tokens of one prefill forward of an attention replica holding `replica_batch` requests, where `synced`
@@ -112,7 +116,8 @@ MEMORY_LAYOUT = ("kvp_splits_attention_weights", "cp_replicates_kv_cache", "inde
                  "kvp_replicates_indexer_keys", "indexer_decode_logits_unbounded", "cp_decode_repeats_batch",
                  "cp_decode_shards_kv", "zero_expert_picks_computed")
 # the engine's amounts a memory estimate reads, the same way (None where the engine sets none)
-MEMORY_AMOUNTS = ("indexer_logits_max_bytes", "indexer_decode_logits_bound", "hybrid_state", "kv_blocks")
+MEMORY_AMOUNTS = ("indexer_logits_max_bytes", "indexer_decode_logits_bound", "hybrid_state", "kv_blocks",
+                  "ep_kernels")
 
 
 def engine_options(opts: MemoryOptions | None, f: Factors) -> MemoryOptions:

@@ -96,11 +96,13 @@ class Estimate:
 
 
 def prefill_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors,
-                 prompt_len: int, prompts_per_replica: float, mtp: int = 0, cached: int = 0) -> StepCost:
+                 prompt_len: int, prompts_per_replica: float, mtp: int = 0, cached: int = 0,
+                 prefill_worker: bool = False) -> StepCost:
     """`mtp`: the MTP depth (0: off); on, the step also runs the MTP module over the prompts
     (workload.prompt_draft_passes). `cached`: tokens of each prompt found in the prefix cache, ahead of its
-    `prompt_len` new ones (Workload.prompt_tokens)."""
-    w = Work.prefill(prompt_len, cached, prompts_per_replica)
+    `prompt_len` new ones (Workload.prompt_tokens). `prefill_worker`: a prefill-only worker's step
+    (compute.Work.prefill_worker)."""
+    w = Work.prefill(prompt_len, cached, prompts_per_replica, prefill_worker=prefill_worker)
     return step_cost(model, hw, pc, prec, f, w, mtp_layers=prompt_draft_passes(mtp if model.num_mtp_layers else 0))
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from solver.estimate.activations import activation_peak_of
-from solver.estimate.buffers import COMM_BUFFER_BYTES, comm_groups, ep_staging_bytes, staging_tokens
+from solver.estimate.buffers import COMM_BUFFER_BYTES, a2a_buffer_bytes, comm_groups, ep_staging_bytes, staging_tokens
 from solver.estimate.memory import MemoryReport, memory_per_rank
 from solver.estimate.memory_options import MemoryOptions
 from solver.estimate.params import count_params
@@ -136,7 +136,8 @@ class LayoutMemory:
                 if t is not None:
                     terms.setdefault(g, {})[j] = t
                 if g == "moe":
-                    staging[j] = ep_staging_bytes(model, pc, staging_tokens(model, opts, pc, seq_len, seqs))
+                    staging[j] = (ep_staging_bytes(model, pc, staging_tokens(model, opts, pc, seq_len, seqs))
+                                  + a2a_buffer_bytes(model, self.hw, pc, opts, seqs))
                 if any(v > 1 for v in comm_groups(pc)):
                     comm_open[g] = comm_open.get(g, ()) + (j,)
         limit = self.memory_limit_bytes - (self.const_memory_bytes if st is None else

@@ -23,7 +23,7 @@ from solver.specs.fitted import apply_fitted, fit_keys, fitted_factors, fitted_g
 from solver.specs.hardware import VENDOR
 from solver.specs.launch_spec import POOL_FIGURES, REPLICA_BATCH, Feature, FeatureName, LaunchSpec, PairCheck
 from solver.specs.profile_rules import KNOB_NAMES, KnobName, Rule
-from solver.specs.profile_serving import FrameworkEfficiency, FrameworkScheduler, FrameworkServing
+from solver.specs.profile_serving import EpKernels, FrameworkEfficiency, FrameworkScheduler, FrameworkServing
 from solver.specs.rule_env import DEVICE_FLAGS, model_facts
 
 if TYPE_CHECKING:
@@ -366,6 +366,11 @@ class FrameworkProfile(BaseModel):
                      for name, knobs in (("tp_group_size", self.tp_group_knobs), ("attn_group_size", ATTN_GROUP_KNOBS)))
 
     @property
+    def ep_kernels(self) -> "EpKernels | None":
+        """The engine's EP kernels (serving.ep_kernels): the memory side's name for them (memory_options.MEMORY_AMOUNTS)."""
+        return self.serving.ep_kernels
+
+    @property
     def rule_aliases(self) -> tuple[tuple[str, tuple[str, ...] | str], ...]:
         """What the names a rule reads by the profile's definition stand for: the group names (group_products) and
         the named expressions (profile_rules.NAMED_EXPRESSIONS), each the one text its command is built from."""
@@ -604,7 +609,8 @@ class FrameworkProfile(BaseModel):
                "logits_exchange": s.logits_exchange}  # type: ignore[dict-item]  (a name: Factors.logits_exchange)
         if s.ep_kernels is not None:  # names and a condition: Factors.ep_exchange_for reads them
             out.update({"ep_kernels_exchange": s.ep_kernels.exchange,  # type: ignore[dict-item]
-                        "ep_kernels_when": s.ep_kernels.when})  # type: ignore[dict-item]
+                        "ep_kernels_when": s.ep_kernels.when,  # type: ignore[dict-item]
+                        "ep_kernels": s.ep_kernels})  # type: ignore[dict-item]  (the buffers: Factors.ep_kernels)
         if vendor and s.allreduce_custom_vendors and vendor not in s.allreduce_custom_vendors:
             return out
         out.update({"allreduce_oneshot_max_bytes": float(s.allreduce_oneshot_max_bytes),

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from solver.errors import InputError
 from solver.specs.expr import compile_expr, condition_over
 from solver.specs.hardware import VENDOR
 from solver.specs.limits import MAX_TOKENS
@@ -186,6 +187,38 @@ EP_KERNEL_NAMES = frozenset({"moe_ep_size", "moe_tp_size", "attn_dp_size", "worl
                              *DEVICE_FLAGS})
 
 
+# the names an EP-kernel buffer's dispatch-token expression reads (EpBuffers.dispatch_tokens)
+EP_BUFFER_NAMES = frozenset({"replica_batch", "mtp", "step_budget"})
+
+
+class EpBuffers(BaseModel):
+    """The communication buffers each rank allocates where the command runs the EP kernels (estimate/buffers.py
+    a2a_buffer_bytes): buffers of a size the engine sets, and the low-latency kernels' RDMA buffer sized by the
+    tokens a rank may dispatch in one step."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    fixed_bytes: int = Field(0, ge=0, description="bytes a rank allocates whatever the step (an engine's set "
+                                                  "NVLink / RDMA buffer sizes)")
+    dispatch_tokens: str | None = Field(None, description="the low-latency RDMA buffer's tokens a rank dispatches "
+                                        "at most (num_max_dispatch_tokens_per_rank), an expression over "
+                                        "replica_batch, mtp and step_budget (the command's tokens a step); None: "
+                                        "no low-latency buffer")
+    source: str = ""
+
+    @model_validator(mode="after")
+    def _tokens_over_known_names(self) -> "EpBuffers":
+        if self.dispatch_tokens is not None:
+            try:
+                odd = sorted(compile_expr(self.dispatch_tokens).names - EP_BUFFER_NAMES)
+            except InputError as exc:
+                raise ValueError(f"dispatch_tokens: {exc}") from None
+            if odd:
+                raise ValueError(f"dispatch_tokens: reads {', '.join(odd)}; it reads only "
+                                 f"{', '.join(sorted(EP_BUFFER_NAMES))}")
+        return self
+
+
 class EpKernels(BaseModel):
     """The engine's fast EP exchange (dispatch / combine kernels) and the one condition under which its command
     selects it: the estimate prices `exchange` where `when` holds (Factors.ep_exchange_for) and the launch emits
@@ -196,6 +229,12 @@ class EpKernels(BaseModel):
     exchange: EpExchange = "a2a_kernel"
     when: str = Field(description="a condition over EP_KERNEL_NAMES (rule-env names: moe_ep_size, moe_tp_size, "
                                   "attn_dp_size, world (one stage's ranks), pp_size, ranks_per_node, on_<platform>)")
+    colocated_prefill: Literal["throughput", "low_latency"] = Field(
+        "throughput", description="the kernels a co-located engine's command runs for prefill (a prefill-only "
+        "worker runs the throughput ones, decode the low-latency ones): low_latency where its one backend serves "
+        "both phases")
+    buffers: EpBuffers | None = Field(None, description="the all-to-all buffers a rank allocates where `when` "
+                                      "holds; None: none counted")
     source: str = ""
 
     @model_validator(mode="after")

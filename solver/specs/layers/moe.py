@@ -8,7 +8,8 @@ experts run on the same TP group as the routed ones, their outputs are summed be
 all-reduce carries both (vLLM SharedFusedMoE, SGLang fused shared experts), not one each. When the attention
 TP group is the whole MoE group (EP without attention DP) every rank holds every token: no dispatch or
 combine, one all-reduce of the partial outputs. Prefill's throughput EP kernels cross RDMA once per remote NVLink
-domain a token's experts sit on (rdma_copies_share); decode's low-latency kernels send every token-expert pair.
+domain a token's experts sit on (rdma_copies_share); the low-latency kernels (decode, and a co-located prefill
+whose command runs them: low_latency_step) send every token-expert pair.
 
 A router may score through an MLP of its own (`router_mlp`, its width r: transformers' ZayaRouter): down_proj
 hidden -> r with a bias, an RMSNorm of r, two biased r x r layers, out_proj r -> slots without a bias; where
@@ -46,6 +47,16 @@ def rdma_copies_share(hw: Hardware, ep: int, stride: int, topk: float) -> float:
     if d <= 1 or topk <= 0:
         return 1.0
     return d * (1.0 - (1.0 - 1.0 / d) ** topk) / topk
+
+
+def low_latency_step(cx: CostKit) -> bool:
+    """Whether the step's EP kernels are the low-latency ones (every token-expert pair over RDMA, the kernel's
+    per-call latency): decode, and a co-located engine's prefill where its command's one backend is those
+    (EpKernels.colocated_prefill: vLLM's deepep_low_latency); a prefill-only worker runs the throughput ones."""
+    if cx.w.phase == "decode":
+        return True
+    ep = cx.f.ep_kernels
+    return not cx.w.prefill_worker and ep is not None and ep.colocated_prefill == "low_latency"
 
 
 def distinct_experts_touched(num_experts: int, topk_real: float, tokens: float) -> float:
@@ -283,12 +294,13 @@ class MoE(Block):
             disp_b = 1 if prec.activation in ("fp8", "int8", "fp4") else ACT_BYTES
             picks = self.picks_sent(cx.f)
             send = t * cx.group_tokens(1) * picks * self.expert_width
-            # the published kernel latency is the decode (low-latency) kernels'; prefill runs the engines'
+            # the published kernel latency is the low-latency kernels' (decode, and a co-located prefill where
+            # the command's one backend is those: low_latency_step); other prefills run the engines'
             # throughput kernels, which have no published per-call figure: a plain all-to-all there. An engine
             # whose exchange is the collective library's all-to-all (ep_exchange all_to_all) runs it at both
             # phases, every token-expert pair sent as it is
             kernel = exchange == "a2a_kernel"
-            a2a = "ep_all_to_all" if kernel and cx.w.phase == "decode" else "all_to_all"
+            a2a = "ep_all_to_all" if kernel and low_latency_step(cx) else "all_to_all"
             if kernel and a2a == "all_to_all":
                 # RDMA once per remote NVLink domain hit: scaling the whole send makes the RDMA level's bytes
                 # exact; the NVLink level it also scales stays well below it (an order of magnitude faster link)
