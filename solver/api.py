@@ -520,7 +520,8 @@ def _check_config(model: str | os.PathLike | None = None, hardware: str | os.Pat
         read, dep = command_deployment(command, str(hardware), cards, None if framework is None else str(framework),
                                        None if model is None else str(model), isl, osl, concurrency, mtp,
                                        weight_dtype, moe_weight_dtype, kv_dtype, mtp_accept)
-        res = check_deployment(dep, read.model, str(hardware), read.world, read.framework, None, GIVEN_AS)
+        res = check_deployment(dep, read.model, str(hardware), read.world, read.framework, None, GIVEN_AS,
+                               read.role.role if read.role is not None else None)
         res.command = read  # type: ignore[attr-defined]
         return res
     from solver.specs.deployment import FLAT_QUANT, Deployment, WorkloadSpec, load_deployment

@@ -306,7 +306,7 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
 
     def view(pool) -> PoolView:
         cand = _pool_candidate(pool, spec, hw, scenario, fw.kvp_splits_attention_weights, fw.cp_replicates_kv_cache,
-                               fw, prec)
+                               fw.for_role(pool.phase), prec)  # its ties read the rules as its role's worker
         launch = (pool_launch(fw, spec, hw, cand, pool.phase, scenario.max_seq_len, scenario.mtp, weight_dtype,
                               moe_weight_dtype, kv_dtype, configs, scenario) if fw.launch is not None else None)
         return PoolView(pool.phase, pool.workers, cand, launch)

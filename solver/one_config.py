@@ -385,11 +385,13 @@ def deployment_workload(dep: Deployment) -> Workload:
 
 
 def check_deployment(dep: Deployment, model: str, hardware: str, world: int, framework: str | None,
-                     origin: str | None, given_as: dict[str, str | None]) -> CheckResult:
+                     origin: str | None, given_as: dict[str, str | None], role: str | None = None) -> CheckResult:
     """`shardplan check` of a deployment (a file's, or one built from keywords), with `model` / `hardware` / `world`
     / `framework` as given or the deployment's own. `origin`: the file, whose keys a refusal names as "FILE: mtp";
     None: the deployment was built from keywords, named as themselves ("mtp"). `given_as`: the flag (or keyword)
-    that overrode model / hardware / framework, None where the deployment's key named it."""
+    that overrode model / hardware / framework, None where the deployment's key named it. `role`: the
+    disaggregated pool the deployment is a worker of (a command's role, check --command), which the engine's rules
+    read (prefill_role); None: one aggregated server."""
     from solver.rank.review import review
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
@@ -407,7 +409,8 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
                                      "isl/osl/concurrency")
     spec = load_from(load_model, model, "model", given_as.get("model"), origin or "")
     hw = load_from(load_hardware, hardware, "hardware", given_as.get("hardware"), origin or "")
-    fw = load_from(load_framework, framework or dep.framework, "framework", given_as.get("framework"), origin or "")
+    fw = load_from(load_framework, framework or dep.framework, "framework", given_as.get("framework"),
+                   origin or "").for_role(role)
     # a pairing the engine does not run on, named where the framework came from (the flag or the file's key)
     fw.check_vendor(hw.name, hw.vendor, given_as.get("framework") or at("framework"))
     fw.check_model(spec, given_as.get("framework") or at("framework"), hw.vendor)

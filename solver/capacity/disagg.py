@@ -97,8 +97,10 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
                  top: int = TOP, allow_cross_node: bool = False, concurrency: int | None = None,
                  method: str = "cpsat", jobs: int = 1, plot: str | None = None, explain_binding: bool = False,
                  progress: ProgressFn | None = None, prices=None,
-                 checked: Callable[[list[str]], None] | None = None) -> pd.DataFrame:
-    """`prices`: a price per card-hour for every hardware (capacity.pricing.sweep_prices): the rows gain
+                 checked: Callable[[list[str]], None] | None = None,
+                 workers: tuple[int | None, int | None] = (None, None)) -> pd.DataFrame:
+    """`workers`: the (prefill, decode) worker counts fixed at every size, as solve's (entry.run_disagg; None: the
+    plan picks). `prices`: a price per card-hour for every hardware (capacity.pricing.sweep_prices): the rows gain
     `usd_per_hour` (the pools' `ranks_used`, the cards a plan deploys) and `usd_per_million_output_tokens`, and
     `df.attrs["cheapest"]` the cheapest plan per hardware. `checked`: called once the inputs are checked, before
     the first solve, with what reading them noted (the command says those notes there, once, so bad input stays
@@ -150,7 +152,7 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
             with planned_together(groups[g]):
                 rep = run_disagg(model, hw, w, sc, framework, dt["--weight-dtype"][hw],
                                  dt["--moe-weight-dtype"][hw], dt["--kv-dtype"][hw], params, top, allow_cross_node,
-                                 method=method)
+                                 method=method, workers=workers)
         except InfeasibleError as exc:
             rows.append({**key, "rank": None, "feasible": False,
                          "binding_constraint": "; ".join(exc.binding), "note": str(exc)})
@@ -255,11 +257,13 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
                      max_concurrency: int | None = None, allow_cross_node: bool = False,
                      params: SolverParams | None = None, prices: Sequence[str] | None = None,
                      max_copies: int | None = None, progress: Callable[[str], None] | None = None,
-                     checked: Callable[[], None] | None = None) -> DisaggRecommendation:
+                     checked: Callable[[], None] | None = None,
+                     workers: tuple[int | None, int | None] = (None, None)) -> DisaggRecommendation:
     """Per hardware, the fewest cards (tried upwards) whose disaggregated plan for a throughput scenario carries
     the target output tokens/s within the SLA; the recommendation over the hardware as the module docstring says
     (`prices`: HARDWARE=PRICE items or a mapping, as parse_prices reads them; `max_copies`: the most copies of
-    one deployment, None: no bound; `checked`: called once the inputs are checked, before the first solve)."""
+    one deployment, None: no bound; `checked`: called once the inputs are checked, before the first solve;
+    `workers`: the (prefill, decode) worker counts fixed at every size tried, as solve's)."""
     from solver.specs.hardware_catalog import load_hardware
 
     if (target_output_tokens_per_s is None) == (target_requests_per_s is None):
@@ -289,7 +293,7 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
     for hw in hw_names:
         o = _first_that_carries(model, hw, sizes[hw], sc, tok_s, framework, dt["--weight-dtype"][hw],
                                 dt["--moe-weight-dtype"][hw], dt["--kv-dtype"][hw], params, allow_cross_node, progress,
-                                max_copies)
+                                max_copies, workers)
         options.append(_priced(o, price.get(hw), tok_s))
     best, basis = choose(options, lambda o: o["met"], lambda o: o["cost_per_hour"],
                          lambda o: (o["total_cards"], o["copies"], -o["total_output_tokens_per_s"]))
@@ -336,10 +340,12 @@ def _priced(o: dict[str, Any], price: float | None, tok_s: float) -> dict[str, A
 def _first_that_carries(model: str, hw: str, sizes: list[int], sc: Scenario, tok_s: float, framework: str,
                         weight_dtype, moe_weight_dtype, kv_dtype, params: SolverParams | None,
                         allow_cross_node: bool, progress: Callable[[str], None] | None,
-                        max_copies: int | None = None) -> dict[str, Any]:
+                        max_copies: int | None = None,
+                        workers: tuple[int | None, int | None] = (None, None)) -> dict[str, Any]:
     """Of the sizes (increasing) and the plans the sweep lists for each (rank 1 and its alternatives), the copies
     of one that carry the load on the fewest cards in all, ties to fewer copies, then to the lowest request
-    latency (as the aggregated recommend). None does: why, as the aggregated says it."""
+    latency (as the aggregated recommend). None does: why, as the aggregated says it. `workers`: the worker counts
+    fixed at every size (sweep_disagg's)."""
     from solver.entry import run_disagg
 
     most: tuple[float, int] | None = None  # the most output tokens/s of one copy seen, and on how many cards
@@ -355,7 +361,7 @@ def _first_that_carries(model: str, hw: str, sizes: list[int], sc: Scenario, tok
         try:
             with planned_together(group):
                 rep = run_disagg(model, hw, w, sc, framework, weight_dtype, moe_weight_dtype, kv_dtype, params, TOP,
-                                 allow_cross_node, compare_aggregated=False)
+                                 allow_cross_node, compare_aggregated=False, workers=workers)
         except InfeasibleError as exc:
             last = exc
             continue

@@ -12,7 +12,7 @@ import click
 from solver.catalog import DEFAULT_FRAMEWORK
 from solver.cli.options import factors_option
 from solver.cli.options import (CONCURRENCY, COPIES, JOBS, MS, MTP, NAME, RATE, SECONDS, SEED, TOKENS, TOP,
-                                DEFAULT_FORMAT, given, mtp_accept_option,
+                                DEFAULT_FORMAT, given, mtp_accept_option, pool_workers, pool_workers_options,
                                 prefix_hit_option)
 from solver.errors import InfeasibleError, InputError
 from solver.one_config import check_mtp
@@ -134,6 +134,7 @@ def _progress(description: str) -> Iterator[Callable[[int, int, str], None] | No
                    "table (the summary); with --out the file's extension sets its format and the summary is shown")
 @click.option("--serving", type=click.Choice(["agg", "disagg"]), default="agg", show_default=True,
               help="disagg: plan prefill and decode pools (xPyD) per combination (solver.capacity.disagg)")
+@pool_workers_options
 @click.option("--price", "prices", multiple=True,
               help=_PRICE_HELP + "; one for every hardware swept: adds usd_per_hour and "
                    "usd_per_million_output_tokens to every row")
@@ -142,12 +143,13 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
               max_concurrency, mtp, mtp_accept, prefix_hit, framework, weight_dtype, moe_weight_dtype, kv_dtype,
               allow_cross_node,
               time_limit, seed, concurrency, method, top, explain_binding, jobs, executor, address, out,
-              plot, fmt, serving, prices) -> None:
+              plot, fmt, serving, prefill_workers, decode_workers, prices) -> None:
     """Capacity planning across cluster sizes: the Pareto front of every (hardware, cards, scenario), one row per
     configuration (every knob, memory, TTFT, TPOT, throughput), or the binding constraint when none fits."""
     _seq_lens_replace_isl(seq_lens)
     check_mtp(model, mtp)
     start = time.perf_counter()
+    fixed = pool_workers(serving, prefill_workers, decode_workers)
     if serving == "disagg":  # one row per disaggregated plan (solver.capacity.disagg)
         from solver.capacity.disagg import sweep_disagg
         from solver.capacity.table import check_writable, write_table
@@ -166,7 +168,8 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
                           framework=framework, weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
                           kv_dtype=_dtype(kv_dtype), params=_params(time_limit, seed), top=top,
                           allow_cross_node=allow_cross_node, concurrency=concurrency, method=method, jobs=jobs,
-                          plot=plot, explain_binding=explain_binding, prices=list(prices) or None, checked=_say)
+                          plot=plot, explain_binding=explain_binding, prices=list(prices) or None, checked=_say,
+                          workers=fixed)
         if out is None:
             _to_stdout(df, fmt)
             _say(df.attrs["cheapest"])
@@ -325,15 +328,18 @@ def _cards_cell(cards: int, placement: Any) -> int | str:
               help="output format (data on stdout, notes and errors on stderr)")
 @click.option("--serving", type=click.Choice(["agg", "disagg"]), default="agg", show_default=True,
               help="disagg: plan prefill and decode pools (xPyD) per combination (solver.capacity.disagg)")
+@pool_workers_options
 @factors_option
 def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, target_requests_per_s, prices, cards,
                   max_copies, isl, osl, ttft_ms, tpot_ms, max_concurrency, mtp, mtp_accept, prefix_hit, framework,
                   weight_dtype,
-                  moe_weight_dtype, kv_dtype, allow_cross_node, time_limit, seed, fmt, serving) -> None:
+                  moe_weight_dtype, kv_dtype, allow_cross_node, time_limit, seed, fmt, serving, prefill_workers,
+                  decode_workers) -> None:
     """The fewest cards (and the configuration) that carry a load within the SLA, as copies of one deployment
     behind a load balancer; with several hardware and prices per card-hour, the cheapest, with its cost per million
     output tokens."""
     check_mtp(model, mtp)
+    fixed = pool_workers(serving, prefill_workers, decode_workers)
     if serving == "disagg":  # the fewest cards whose xPyD plan carries the load (solver.capacity.disagg)
         from solver.capacity.disagg import recommend_disagg
 
@@ -346,7 +352,7 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
                                mtp_accept=mtp_accept, prefix_hit=prefix_hit,
                                max_concurrency=max_concurrency, allow_cross_node=allow_cross_node,
                                params=_params(time_limit, seed), prices=list(prices) or None,
-                               max_copies=max_copies)
+                               max_copies=max_copies, workers=fixed)
         click.echo(rec.render(fmt), nl=False)
         if rec.best is None:
             notes = "; ".join(f"{o['hardware']}: {o['note']}" for o in rec.options)

@@ -52,7 +52,8 @@ def check_cmd(config, command, model, hardware, cards, framework, candidate, isl
         read, dep = command_deployment(command, hardware, cards, framework, model, isl, osl, concurrency, mtp,
                                        weight_dtype, moe_weight_dtype, kv_dtype, mtp_accept)
         model, world = read.model, read.world
-        res = check_deployment(dep, model, hardware, world, read.framework, None, GIVEN_AS)
+        res = check_deployment(dep, model, hardware, world, read.framework, None, GIVEN_AS,
+                               read.role.role if read.role is not None else None)
         if read.role is not None and read.role.role is not None:  # compared with its pool's launch, at its memory
             est = res.review.estimate
             read.notes += pool_settings_notes(read, dep, hardware, isl, osl, est.memory if est else None)

@@ -258,6 +258,25 @@ def knob_options(func: Callable) -> Callable:
     return func
 
 
+def pool_workers_options(func: Callable) -> Callable:
+    """--prefill-workers / --decode-workers: a disaggregated plan's worker counts (the P and D of xPyD), the one
+    home of the options solve, sweep and recommend take with --serving disagg (pool_workers refuses them without)."""
+    func = click.option("--decode-workers", type=COPIES, default=None,
+                        help="with --serving disagg: this many decode workers (the D of xPyD), not the cards' most")(func)
+    return click.option("--prefill-workers", type=COPIES, default=None,
+                        help="with --serving disagg: this many prefill workers (the P of xPyD), not the rate "
+                             "match's")(func)
+
+
+def pool_workers(serving: str, prefill: int | None, decode: int | None) -> tuple[int | None, int | None]:
+    """The (prefill, decode) worker counts given (None: the plan picks), refused in one line without
+    --serving disagg: an aggregated server has no pools to count."""
+    for flag, given in (("--prefill-workers", prefill), ("--decode-workers", decode)):
+        if given is not None and serving != "disagg":
+            raise InputError(flag, "fixes a pool's worker count: only with --serving disagg")
+    return prefill, decode
+
+
 def dtype_options(func: Callable) -> Callable:
     func = click.option("--kv-dtype", type=str, default=None, help="KV-cache dtype: bf16, fp8, int8")(func)
     func = click.option("--moe-weight-dtype", type=str, default=None,

@@ -5,9 +5,9 @@ import click
 
 from solver.catalog import DEFAULT_FRAMEWORK
 from solver.cli.options import factors_option
-from solver.cli.options import (CARDS, CONCURRENCY, COPIES, MS, MTP, NAME, SECONDS, SEED, TOKENS, TOP, WORKERS,
-                                command_imports, dtype_options, format_option, mtp_accept_option,
-                                prefix_hit_option, scenario_from_options)
+from solver.cli.options import (CARDS, CONCURRENCY, MS, MTP, NAME, SECONDS, SEED, TOKENS, TOP, WORKERS,
+                                command_imports, dtype_options, format_option, mtp_accept_option, pool_workers,
+                                pool_workers_options, prefix_hit_option, scenario_from_options)
 from solver.errors import InputError
 from solver.one_config import check_mtp
 from solver.report.render import console, dump, table
@@ -49,10 +49,7 @@ from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, PLAN_METHODS
 @click.option("--explain", is_flag=True, help="why the seed's main alternative patterns lost, and the Pareto front")
 @click.option("--serving", type=click.Choice(["agg", "disagg"]), default="agg", show_default=True,
               help="disagg: plan a prefill pool and a decode pool (xPyD) and compare with the aggregated plan")
-@click.option("--prefill-workers", type=COPIES, default=None,
-              help="with --serving disagg: this many prefill workers (the P of xPyD), not the rate match's")
-@click.option("--decode-workers", type=COPIES, default=None,
-              help="with --serving disagg: this many decode workers (the D of xPyD), not the cards' most")
+@pool_workers_options
 @format_option(extra=("launch",), help="output format; launch: the engine command per candidate (--framework "
                "names the engine)")
 @factors_option
@@ -74,9 +71,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
         raise InputError("--explain", "not shown with --format launch (the engine commands only); use --format "
                                       "table, yaml or json for the reasons")
     params = SolverParams(workers=workers, seed=seed, time_limit_s=time_limit)
-    for flag, given in (("--prefill-workers", prefill_workers), ("--decode-workers", decode_workers)):
-        if given is not None and serving != "disagg":
-            raise InputError(flag, "fixes a pool's worker count: only with --serving disagg")
+    fixed = pool_workers(serving, prefill_workers, decode_workers)
     if serving == "disagg":  # solver.entry.run_disagg plans both pools and the aggregated comparison
         from solver.entry import run_disagg
         from solver.report.disagg_view import render
@@ -84,7 +79,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
         if explain:
             raise InputError("--explain", "not available with --serving disagg (the comparison says why)")
         rep = run_disagg(model, hardware, cards, scenario, framework, weight_dtype, moe_weight_dtype, kv_dtype,
-                         params, top, allow_cross_node, method=method, workers=(prefill_workers, decode_workers))
+                         params, top, allow_cross_node, method=method, workers=fixed)
         for line in rep.input_notes:
             click.echo(f"note: {line}", err=True)
         click.echo(render(rep, fmt), nl=False)

@@ -393,6 +393,8 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     hw = as_launched(hw, fw, pc.world_size)
     if role is not None and role not in DISAGG_ROLES:
         raise InputError("role", f"{role}: a pool is one of {', '.join(DISAGG_ROLES)}")
+    if role is not None:  # its rules read the worker's role (prefill_role), as its launch lines do below; else
+        fw = fw.for_role(role)  # the role the profile was read as (a pool's command read as its parallel flags)
     pool = spec.disagg if role is not None else None
     odd = sorted(set(pools or {}) - set(DISAGG_ROLES))
     if odd:

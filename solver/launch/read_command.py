@@ -220,16 +220,17 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
     refused: list[str] = []  # why the launch of a configuration that prints the flags is refused
     unset: set[Slot] = set()  # document keys a configuration prints that the command's document leaves out
     left_out: set[Slot] = set()  # flags a configuration prints beside the command's own that the command leaves out
+    as_read = fw.for_role(phase)  # its rules read the role the command names (prefill_role)
     for world in worlds:
         scenario = Scenario(concurrency=concurrency or world, mtp=mtp_read)
         batch = concurrency or world
         inputs = LaunchInputs(batch=batch, max_model_len=max_model_len or 2, mtp=mtp_read)
-        for cfg in admitted(spec, hw, fw, world, scenario, batch):
+        for cfg in admitted(spec, hw, as_read, world, scenario, batch):
             pc = ParallelConfig(world_size=world, **cfg)
             # the parallel flags first, without the memory shares (a memory estimate per configuration); the
             # launch in full only for a configuration that prints them, as its refusals still apply
             try:
-                printed_by = launch_reading(fw, emit_launch(fw, spec, hw, pc, replace(inputs, with_memory=False)))
+                printed_by = launch_reading(fw, emit_launch(as_read, spec, hw, pc, replace(inputs, with_memory=False)))
             except InputError:
                 continue
             differ = [s for s in parallel if printed_by.values.get(s, default.get(s)) != user.values.get(s, default.get(s))]

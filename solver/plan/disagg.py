@@ -117,6 +117,8 @@ class _Job:
     method: str
     plans: dict = field(default_factory=dict, compare=False, repr=False)  # phase plans: disagg_pools._memo_plan
     together: tuple[Scenario, ...] = field(default=(), compare=False, repr=False)  # disagg_pools.PlanGroup
+    # the worker counts the user fixes: the pairs a remedy reads and the plans it confirms keep them
+    fixed: "Workers" = field(default_factory=lambda: Workers())
 
     def fronts(self, scenario: Scenario, diagnose: bool = True, screen: "PrefillScreen | None" = None):
         return pool_fronts(self.model, self.hw, self.prec, self.fw, self.cards, scenario, self.params,
@@ -192,7 +194,7 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
     plans, together = (group.plans_for((model, hw, prec, fw, params, allow_cross_node, mem_opts, method))
                        if group is not None else ({}, ()))
     job = _Job(model, hw, prec, fw, cards, params, allow_cross_node, mem_opts, sizes or worker_sizes(model, hw, cards),
-               method, plans, together)
+               method, plans, together, fixed)
     fronts, skipped = job.fronts(scenario, diagnose=diagnose)
     pairs = _pairs(scenario, fronts, cards, fw, model, fixed)
     if not diagnose and not pairs:

@@ -62,7 +62,8 @@ class PrefillScreen:
                 bound = self.bound()
                 if bound is not None and k >= bound:
                     break  # the decode points come by TPOT: the rest are larger still
-                for _ in pool_pairs(self.scenario, self.job.cards, wp, [p], wd, d, self.job.fw, self.job.model):
+                for _ in pool_pairs(self.scenario, self.job.cards, wp, [p], wd, d, self.job.fw, self.job.model,
+                                    fixed=self.job.fixed):
                     heapq.heappush(self.lowest, -k)
                     if len(self.lowest) > MAX_EVALUATED:
                         heapq.heappop(self.lowest)

@@ -57,11 +57,10 @@ def _transfer_rules(fw: FrameworkProfile, role: str) -> list[Rule]:
 
 
 def pool_framework(fw: FrameworkProfile) -> FrameworkProfile:
-    """The framework's rules, its KV transfer's prefill rules and FILLS_REPLICAS: what a prefill pool's plans hold.
-    One object per profile, so the planner's memos keyed by the profile's identity (its static rule tables) serve
-    every plan of the pool."""
-    return _POOL_FW.get((fw,), None, lambda: fw.model_copy(
-        update={"rules": [*fw.rules, *_transfer_rules(fw, "prefill"), FILLS_REPLICAS]}))
+    """The framework's rules, its KV transfer's prefill rules and FILLS_REPLICAS, read as a prefill worker's
+    (prefill_role): what a prefill pool's plans hold. One object per profile, so the planner's memos keyed by the
+    profile's identity (its static rule tables) serve every plan of the pool."""
+    return _POOL_FW.get((fw,), None, lambda: fw.for_role("prefill", [*_transfer_rules(fw, "prefill"), FILLS_REPLICAS]))
 
 
 _PHASE_FW = IdentityMemo(128)  # (profile, phase) -> phase_framework(profile, phase)
@@ -74,12 +73,12 @@ def decode_framework(fw: FrameworkProfile) -> FrameworkProfile:
 
 
 def phase_framework(fw: FrameworkProfile, phase: str) -> FrameworkProfile:
-    """The rules a worker of `phase` holds at any batch: the profile's and its KV transfer's rules for that role
-    (for prefill FILLS_REPLICAS aside: it reads the step's batch, which the pools try several of); the profile
-    itself where the transfer adds none. What a question about one worker size (disagg_remedies) plans with, so
-    its answer is a pool's."""
+    """The rules a worker of `phase` holds at any batch, read as that role's (prefill_role): the profile's and its
+    KV transfer's rules for that role (for prefill FILLS_REPLICAS aside: it reads the step's batch, which the pools
+    try several of); the profile itself where neither the transfer nor the role changes them. What a question
+    about one worker size (disagg_remedies) plans with, so its answer is a pool's."""
     extra = _transfer_rules(fw, phase)
-    return _PHASE_FW.get((fw,), phase, lambda: fw.model_copy(update={"rules": [*fw.rules, *extra]})) if extra else fw
+    return _PHASE_FW.get((fw,), phase, lambda: fw.for_role(phase, extra)) if extra else fw.for_role(phase)
 
 
 def worker_sizes(model: ModelSpec, hw: Hardware, cards: int) -> list[int]:
@@ -317,7 +316,8 @@ def _fails(phase_plan, w: int, b: int, pool_fw: FrameworkProfile) -> bool:
 
 def _prefill_failure(phase_plan, w: int, full: int, fw: FrameworkProfile, diagnose: bool) -> InfeasibleError:
     """Why no prefill step of a W-rank worker plans: the plan of one prompt on any layout (the least load of every
-    layout, so what binds it binds every step the pool could run) under the framework's own rules, diagnosed;
+    layout, so what binds it binds every step the pool could run) under the framework's own rules as a prefill
+    worker reads them (prefill_role), diagnosed;
     where that one plans, the layouts that fit leave replicas idle, a step the pool model never runs: then the
     pool's plan of `full` prompts (W, one per rank, a step every layout runs with its replicas full, or the
     largest step tried below it), diagnosed with FILLS_REPLICAS held (the model's bookkeeping, never what binds:
@@ -325,7 +325,7 @@ def _prefill_failure(phase_plan, w: int, full: int, fw: FrameworkProfile, diagno
     Not re-planned where the failure goes unread (`diagnose` False)."""
     if not diagnose:
         return InfeasibleError(f"no prefill step of a {w}-rank worker plans", [])
-    for rules, batch in ((fw, 1), (pool_framework(fw), full)):
+    for rules, batch in ((fw.for_role("prefill"), 1), (pool_framework(fw), full)):
         try:
             phase_plan("prefill", w, batch, rules, True)
         except InfeasibleError as exc:

@@ -159,9 +159,15 @@ def none_meets(job: "_Job", scenario: Scenario, rejected: list[str], fronts: dic
     # a decode worker holds the KV of its share of a given --concurrency: fewer requests need less
     fewer = _fewer_requests(job, scenario, fronts) if scenario.concurrency and any(
         b.startswith("B.memory_per_rank") for b in binding) else None
-    return InfeasibleError(f"no disaggregated deployment of {job.model.name} on {job.cards} x {job.hw.name} meets "
-                           f"the SLA: {', '.join(binding)} {'bind' if len(binding) > 1 else 'binds'}", binding,
+    return InfeasibleError(f"no disaggregated deployment of {job.model.name} on {job.cards} x {job.hw.name}"
+                           f"{_at_fixed(job)} meets the SLA: {', '.join(binding)} "
+                           f"{'bind' if len(binding) > 1 else 'binds'}", binding,
                            remedies(_sla_floor(job, scenario, binding), fewer))
+
+
+def _at_fixed(job: "_Job") -> str:
+    """' at 2P1D (the worker counts given)' where the user fixes them, which the remedies keep; else ''."""
+    return f" at {job.fixed.label()} (the worker counts given)" if job.fixed.given else ""
 
 
 def _fewer_requests(job: "_Job", scenario: Scenario, fronts: dict) -> Remedy | None:
@@ -170,14 +176,14 @@ def _fewer_requests(job: "_Job", scenario: Scenario, fronts: dict) -> Remedy | N
     REMEDY_PLANS - 1 smaller ones (backed_off, as the aggregated remedy); None where none plans."""
     c = scenario.concurrency
     free = scenario.model_copy(update={"concurrency": None, "max_concurrency": MAX_CONCURRENCY})
-    below = [t for t in _pairs(free, fronts, job.cards, job.fw, job.model) if t.conc < c]
+    below = [t for t in _pairs(free, fronts, job.cards, job.fw, job.model, job.fixed) if t.conc < c]
     served = _first_served(job, scenario, sorted(below, key=lambda t: (-t.conc, -t.x)))
     n = _confirmed(job, scenario, served.conc) if served else None
     if n is None:
         return None
     within = " within the SLA" if scenario.has_slas() else ""
     return Remedy(f"--concurrency {n:,}{' or fewer' * (n > 1)} (the most requests the pools that fit on "
-                  f"{job.cards} x {job.hw.name} serve{within} by the full estimate"
+                  f"{job.cards} x {job.hw.name}{_at_fixed(job)} serve{within} by the full estimate"
                   f"{'' if n == served.conc else f', {served.conc:,}, less what the planner turned away'}; the "
                   "planner found a deployment there)", (Change("--concurrency", n),))
 
@@ -195,7 +201,8 @@ def _plans(job: "_Job", scenario: Scenario) -> bool:
 
     try:
         plan_disagg(job.model, job.hw, job.prec, job.fw, job.cards, scenario, quick_params(job.params),
-                    job.allow_cross_node, job.mem_opts, job.sizes, top=1, method=job.method, diagnose=False)
+                    job.allow_cross_node, job.mem_opts, job.sizes, top=1, method=job.method, fixed=job.fixed,
+                    diagnose=False)
     except InfeasibleError:
         return False
     return True
@@ -217,7 +224,7 @@ def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> Remedy | 
     # are not planned (disagg_floor); a TPOT floor reads every prefill point's pairs
     screen = PrefillScreen(job, relaxed) if slas == ["SLA.ttft"] else None
     pairs = _pairs(relaxed, job.fronts(relaxed, diagnose=False, screen=screen)[0], job.cards,  # failures unread
-                   job.fw, job.model)
+                   job.fw, job.model, job.fixed)
     estimates: dict[int, DisaggEstimate] = {}  # pair index -> its full estimate (each evaluated once)
     lows: dict[str, str] = {}  # the SLA's flag -> its lowest figure, as quoted
     for b in slas:
@@ -238,7 +245,8 @@ def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> Remedy | 
     shown = " and ".join(f"the lowest {SLA_FLAGS[b][2]} is {low} ms" for b, low in lows.items())
     # the first floor applied, the other binding SLAs set aside (each floor is over the deployments without them)
     first = next(iter(lows))
-    return Remedy(relax_slas(slas) + f": with {aside} set aside, of the {len(estimates)} deployments evaluated {shown}",
+    return Remedy(relax_slas(slas) + f": with {aside} set aside, of the {len(estimates)} deployments evaluated"
+                  f"{_at_fixed(job)} {shown}",
                   tuple(Change(SLA_FLAGS[b][0], float(lows[b].replace(",", "")) if b == first else None)
                         for b in slas))
 

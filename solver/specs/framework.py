@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from solver.catalog import frameworks_dir
 from solver.errors import InputError, quoted
@@ -21,7 +21,9 @@ from solver.specs.knobs import ATTN_GROUP_KNOBS, FOLLOWS, KNOBS, LAYOUT_SWITCHES
 from solver.specs.expr import Value, compile_expr, condition_over, is_condition
 from solver.specs.fitted import apply_fitted, fit_keys, fitted_factors, fitted_global, pair_factors, user_pair
 from solver.specs.hardware import VENDOR
-from solver.specs.launch_spec import POOL_FIGURES, REPLICA_BATCH, Feature, FeatureName, LaunchSpec, PairCheck
+from solver.memo import IdentityMemo
+from solver.specs.launch_spec import (DISAGG_ROLES, POOL_FIGURES, REPLICA_BATCH, Feature, FeatureName, LaunchSpec,
+                                      PairCheck)
 from solver.specs.profile_rules import KNOB_NAMES, KnobName, Rule
 from solver.specs.profile_serving import EpKernels, FrameworkEfficiency, FrameworkScheduler, FrameworkServing
 from solver.specs.rule_env import DEVICE_FLAGS, model_facts
@@ -213,8 +215,14 @@ def feature_knob(name: str, feature: Feature) -> str | None:
     return feature.knob or FEATURE_KNOBS.get(name)
 
 
+_FOR_ROLE = IdentityMemo(64)  # (profile, prefill role) -> FrameworkProfile.for_role(role)
+
+
 class FrameworkProfile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+    # the serving role its rules read (prefill_role): set by for_role, never by a profile file
+    _prefill_role: bool = PrivateAttr(False)
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     description: str
@@ -376,7 +384,28 @@ class FrameworkProfile(BaseModel):
         the named expressions (profile_rules.NAMED_EXPRESSIONS), each the one text its command is built from."""
         ep = self.serving.ep_kernels
         return (*self.group_products, ("ep_kernels", ep.when if ep is not None and ep.when else "false"),
-                ("replica_batch", REPLICA_BATCH))
+                ("replica_batch", REPLICA_BATCH), ("prefill_role", "true" if self._prefill_role else "false"))
+
+    def for_role(self, role: str | None, extra: "tuple[Rule, ...] | list[Rule]" = ()) -> "FrameworkProfile":
+        """This profile as a worker of `role` runs it (a disaggregated pool's, "prefill" or "decode"; None: one
+        aggregated server), with `extra` rules beside its own: every rule reads `prefill_role` as that role. Where
+        neither the role the rules read nor the rules change, the profile itself; otherwise a copy (its rules copied
+        and bound again, the profile's untouched), one per (profile, role) without `extra`, so the planner's memos
+        keyed by a profile's identity serve every plan of a role."""
+        if role is not None and role not in DISAGG_ROLES:
+            raise InputError("role", f"{role}: a pool is one of {', '.join(DISAGG_ROLES)}")
+        prefill = role == "prefill"
+        if prefill == self._prefill_role and not extra:
+            return self
+
+        def build() -> "FrameworkProfile":
+            rules = [r.model_copy() for r in (*self.rules, *extra)]
+            copy = self.model_copy(update={"rules": rules})
+            copy._prefill_role = prefill
+            for rule in rules:
+                rule.bind(copy.rule_aliases)
+            return copy
+        return build() if extra else _FOR_ROLE.get((self,), prefill, build)
 
     def pool_figures(self, pools: Mapping[str, "ParallelConfig"]) -> dict[str, int]:
         """Each pool's sizes as the launch names `<role>_<figure>` (launch_spec.POOL_NAMES): its world (one pipeline

@@ -43,7 +43,6 @@ LAUNCH_NAMES = POOL_NAMES | frozenset({
     "prefill_tokens",    # a prefill-only worker's tokens in one step of one attention replica (0: not one)
     "weight_dtype_set",  # the user chose a weight format (else the checkpoint's is served)
     "kv_dtype_set",      # the user chose a KV-cache format (else the engine's default, the model dtype)
-    "prefill_role",      # disaggregated serving: 1 on a prefill-pool worker, 0 on a decode-pool worker
     "memory_fraction",   # the memory model's limit over the capacity, min(0.95, 1 - reserve / capacity), down at 1e-4
     "static_fraction",   # the share weights + caches may hold: that limit less the planned activations and comm
                          # buffers, over the capacity, down at 1e-4 (launch/memory_share.static_fraction)
@@ -70,7 +69,8 @@ REPLICA_BATCH = "max(1, (batch * attn_group_size + world - 1) // world)"
 # the names a `step_budget` value may read: the estimate knows them at any workload (workload.token_budget)
 STEP_BUDGET_NAMES = frozenset({"token_budget", "replica_batch", "mtp"})
 # the launch names that are yes/no (a `when` may be one of them alone)
-LAUNCH_FLAGS = frozenset({"weight_dtype_set", "kv_dtype_set", "prefill_role", "remote_code", "past_context",
+# (prefill_role, the serving role, is a rule name: profile_rules.DEPLOYMENT_NAMES)
+LAUNCH_FLAGS = frozenset({"weight_dtype_set", "kv_dtype_set", "remote_code", "past_context",
                           "ep_kernels", "pp_uneven"})
 # text names: placeholders the user replaces, documented in README ("Launch commands")
 # role: "prefill" or "decode" (disaggregated serving; `map` spells it); node_addr: the address of the node this

@@ -17,8 +17,11 @@ KNOB_NAMES: tuple[str, ...] = KNOBS  # re-exported: the registry's knob names (s
 KnobName = Literal[KNOBS]  # type: ignore[valid-type]
 
 # What a rule may read. Model facts come from the model's config.json; `afd` (attention-FFN disaggregation)
-# is a deployment switch, not a knob, but one framework rule depends on it.
-DEPLOYMENT_NAMES = ("world", "batch", "mtp", "ranks_per_node", "afd", *DEVICE_FLAGS)
+# is a deployment switch, not a knob, but one framework rule depends on it. `prefill_role`: the deployment's serving
+# role, true on a disaggregated prefill pool's worker (SGLang's --disaggregation-mode prefill), false on a decode
+# pool's and on one aggregated server; a profile's rules read it as the role of the profile they are bound in
+# (FrameworkProfile.for_role), its launch lines as the role the command is emitted for (launch.emit)
+DEPLOYMENT_NAMES = ("world", "batch", "mtp", "ranks_per_node", "afd", "prefill_role", *DEVICE_FLAGS)
 # parallel_config settings that are not group sizes (parallel.SETTINGS): the redundant expert copies (EPLB)
 MODEL_NAMES = (
     "num_attention_heads", "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa", "has_csa", "is_moe",
@@ -37,8 +40,8 @@ NAMED_EXPRESSIONS = ("ep_kernels", "replica_batch")
 RULE_NAMES: frozenset[str] = frozenset((*KNOB_NAMES, *SETTINGS, *DERIVED_NAMES, *DEPLOYMENT_NAMES, *MODEL_NAMES,
                                         *GROUP_NAMES, *NAMED_EXPRESSIONS))
 # the rule names that are yes/no (a `when` or `require` may be one of them alone); the others are numbers
-RULE_FLAGS: frozenset[str] = frozenset(("has_mla", "has_dsa", "has_csa", "is_moe", "afd", "has_recurrent_mixer",
-                                        "has_sliding_window", "ep_kernels", *DEVICE_FLAGS))
+RULE_FLAGS: frozenset[str] = frozenset(("has_mla", "has_dsa", "has_csa", "is_moe", "afd", "prefill_role",
+                                        "has_recurrent_mixer", "has_sliding_window", "ep_kernels", *DEVICE_FLAGS))
 
 
 # Every model of a profile is strict, as a device file is (specs/hardware.py): true is not an efficiency of 1.0 or
