@@ -35,3 +35,26 @@ def test_a_past_context_switch_set_off_does_not_start_the_engine(command: str, e
                                          (SGLANG_LONG, "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=yes ")])
 def test_a_past_context_switch_set_on_in_any_spelling_its_engine_reads_starts(command: str, env: str) -> None:
     assert _check(command.format(env=env)).exit_code == 0
+
+
+def _spec(depth: object) -> str:
+    return ("vllm serve Qwen/Qwen3-8B -tp 1 --speculative-config '"
+            + json.dumps({"method": "ngram", "num_speculative_tokens": depth}) + "'")
+
+
+@pytest.mark.parametrize("depth", [3.5, 0, -1])
+def test_a_speculative_depth_in_a_document_is_a_whole_number_of_one_or_more(depth: object) -> None:
+    """vLLM 0.34.0 validates num_speculative_tokens as int, gt=0 (config/speculative.py:455): 3.5 was read as 3 and
+    0 as no speculation, both valid; now one line naming the key, exit 2."""
+    r = _check(_spec(depth), "--mtp-accept", "0.6")
+    assert r.exit_code == 2, r.output
+    lines = [ln for ln in r.output.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1 and "num_speculative_tokens" in lines[0] and "not a speculative depth" in lines[0]
+
+
+@pytest.mark.parametrize("depth", [3, 3.0, "3"])
+def test_a_whole_speculative_depth_in_a_document_reads_as_its_number(depth: object) -> None:
+    """3.0 and "3" are what vLLM's pydantic (lax) reads as 3: the same check as 3."""
+    r = _check(_spec(depth), "--mtp-accept", "0.6", "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["command"]["mtp"] == 3

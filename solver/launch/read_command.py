@@ -282,6 +282,12 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
             continue
         reads = _reads(arg)
         raw = user.values[slot]
+        if slot[0] == "doc" and spells_depth(arg) and not (raw.isdigit() and int(raw) >= 1):
+            # argparse types a flag's depth; a document's is a JSON / YAML number the engine validates at start
+            # (vLLM 0.34.0 config/speculative.py:455: int, gt=0), and the launch writes one only with MTP on
+            raise InputError("--command", f"{slot_name(slot, fw)}: {raw} is not a speculative depth (a whole number "
+                                          "of draft tokens, 1 or more); give the depth the engine runs, or leave "
+                                          "speculation out")
         if not raw.replace(".", "", 1).isdigit():
             continue
         if arg.value_expr.names == {"max_model_len"}:
