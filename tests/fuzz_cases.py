@@ -2306,22 +2306,170 @@ def refused_model_cases(draw) -> Case:
     return b.case()
 
 
+# ------------------------------------------------------------------ stop 49: draft methods, long context, disagg
+
+# (method, what it is to the check): vLLM's --speculative-config methods (the profile's draft_methods) and SGLang's
+# --speculative-algorithm, read upper-cased (tests/test_spec49.py)
+VLLM_METHODS = [("mtp", "next_n"), ("deepseek_mtp", "next_n"), ("ngram", "lookup"), ("ngram_gpu", "lookup"),
+                ("eagle3", "draft_model"), ("eagle", "draft_model"), ("draft_model", "draft_model"),
+                ("suffix", "unpriced"), ("NGRAM", "unpriced"), ("bogus", "unpriced")]
+SGLANG_METHODS = [("NEXTN", "next_n"), ("EAGLE", "next_n"), ("nextn", "next_n"), ("NGRAM", "lookup"),
+                  ("ngram", "lookup"), ("EAGLE3", "draft_model"), ("STANDALONE", "draft_model"), ("FOO", "unpriced")]
+# a depth in vLLM's JSON as a user writes it: valid where pydantic (lax) reads a whole number >= 1 (speculative.py:455)
+DEPTHS = [(3, True), ("3", True), (3.0, True), (2, True), (0, False), (-1, False), (3.5, False), (17, False)]
+
+
+@st.composite
+def draft_command_cases(draw) -> Case:
+    """`check --command` of a speculative command: next-n methods on DeepSeek-V3 (it has next-n layers) are valid,
+    on Qwen3-8B invalid; a lookup (vLLM ngram / ngram_gpu, SGLang NGRAM in any case) needs --mtp-accept; a
+    separate draft model, a method the profile does not price, a depth that is no whole number >= 1, or a bad
+    --mtp-accept is invalid."""
+    b = _Builder("check", draw)
+    engine = draw(st.sampled_from(["vllm", "sglang"]))
+    model = draw(st.sampled_from([DSV3, "Qwen/Qwen3-8B"]))
+    tp = "8" if model == DSV3 else "1"
+    if engine == "vllm":
+        method, kind = draw(st.sampled_from(VLLM_METHODS))
+        depth, good_depth = draw(st.sampled_from(DEPTHS))
+        doc = {"method": method, "num_speculative_tokens": depth}
+        if kind == "draft_model" and draw(st.booleans()):
+            doc["model"] = "/models/draft"
+        cmd = f"vllm serve {model} -tp {tp} --speculative-config '{json.dumps(doc)}'"
+    else:
+        method, kind = draw(st.sampled_from(SGLANG_METHODS))
+        good_depth = True
+        cmd = (f"python3 -m sglang.launch_server --model-path {model} --tp-size {tp} --speculative-algorithm {method}"
+               " --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4")
+        if kind == "draft_model" and draw(st.booleans()):
+            cmd += " --speculative-draft-model-path /models/draft"
+    b.add(["--command", cmd, "--hardware", "h200_sxm", "--isl", "2048", "--osl", "256", "--concurrency", "16"],
+          "valid", f"{engine} {method} on {model}")
+    if kind in ("draft_model", "unpriced"):
+        b.add([], "invalid", f"method {method}: {kind.replace('_', ' ')}")
+    elif not good_depth:
+        b.add([], "invalid", f"num_speculative_tokens {depth!r}")
+    elif kind == "next_n" and model != DSV3:
+        b.add([], "invalid", f"{method} on a model without next-n layers")
+    accept = draw(st.sampled_from([None, None, "0.6", "0.9", "1", "0", "1.5", "nan", "-0.1"]))
+    if accept is None:
+        if kind == "lookup":
+            b.add([], "invalid", "a lookup without --mtp-accept")
+    else:
+        b.add(["--mtp-accept", accept], "valid" if accept in ("0.6", "0.9", "1") else "invalid",
+              f"--mtp-accept {accept}")
+    if draw(st.floats(0, 1)) < 0.2:
+        b.add(["--format", "json"], "valid")
+    return b.case()
+
+
+# past Qwen3-8B's 40,960 context: (engine, switch variable, its values the engine reads as on, as off), from
+# vLLM 0.34.0 envs.py:1177-1180 and sglang 0.5.23 environ.py EnvBool
+PAST_CONTEXT = [("vllm", "VLLM_ALLOW_LONG_MAX_MODEL_LEN", ["1", "true", "TRUE"], ["0", "false", "yes"]),
+                ("sglang", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", ["1", "true", "yes", "y", "Y"],
+                 ["0", "false", "no", "2"])]
+
+
+@st.composite
+def long_command_cases(draw) -> Case:
+    """`check --command` with a model length past the config's context: the engine starts only with its switch set
+    to a value it reads as on (valid), else refuses (invalid); within the context any switch is valid, and a length
+    below ISL + OSL is a note (valid)."""
+    b = _Builder("check", draw)
+    engine, var, on, off = draw(st.sampled_from(PAST_CONTEXT))
+    length = draw(st.sampled_from(["200000", "65536", "32768", "1000"]))
+    past = int(length) > 40960
+    value = draw(st.sampled_from([None, *on, *off]))
+    env = "" if value is None else f"{var}={value} "
+    flag = "--max-model-len" if engine == "vllm" else "--context-length"
+    prog = "vllm serve Qwen/Qwen3-8B -tp 1" if engine == "vllm" else \
+        "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp-size 1"
+    b.add(["--command", f"{env}{prog} {flag} {length}", "--hardware", "h200_sxm", "--isl",
+           draw(st.sampled_from(["2048", "30000"])), "--osl", "512", "--concurrency", "4"], "valid",
+          f"{flag} {length}, {env or 'no switch'}")
+    if past and value not in on:
+        b.add([], "invalid", f"{flag} {length} past 40,960 with {env or 'no switch'}")
+    return b.case()
+
+
+@st.composite
+def draft_deployment_cases(draw, fx: Fixtures) -> Case:
+    """`check FILE` of a deployment with `draft: lookup` (needs mtp_accept), `next_n` (the default; DeepSeek-V3 has
+    next-n layers), or another word (invalid)."""
+    b = _Builder("check", draw)
+    draft = draw(st.sampled_from(["lookup", "next_n", None, "ngram", "eagle3"]))
+    accept = draw(st.sampled_from([None, 0.6, 1, 0, 1.5, "0.6"]))
+    mtp = draw(st.sampled_from([0, 2]))
+    dep = {"model": "deepseek-v3", "hardware": "h200_sxm", "world_size": 8, "parallel_config": {"attn_tp_size": 8},
+           "workload": {"phase": "decode", "batch": 16, "seq_len": 2048}, "mtp": mtp}
+    if draft is not None:
+        dep["draft"] = draft
+    if accept is not None:
+        dep["mtp_accept"] = accept
+    name = f"dep49-{draft}-{type(accept).__name__}{accept}-{mtp}.yaml"
+    path = _dump_yaml(fx.folder / name, dep)
+    label, why = "valid", f"draft {draft}, mtp {mtp}, mtp_accept {accept!r}"
+    if draft not in (None, "lookup", "next_n") or accept in (0, 1.5, "0.6") \
+            or (accept is not None and mtp == 0) or (draft == "lookup" and mtp and accept is None):
+        label = "invalid"
+    b.add([path], label, why, "file")
+    return b.case()
+
+
+@st.composite
+def workers_cases(draw) -> Case:
+    """`solve --serving disagg --prefill-workers X --decode-workers Y` (either, both; counts are COPIES: integers
+    >= 1); without --serving disagg they are refused; a ratio the cards cannot hold is valid input no plan meets."""
+    b = _Builder("solve", draw)
+    b.add(["qwen3-30b-a3b", "--hardware", "h200_sxm", "--cards", "8", "--framework", "sglang", "--isl", "2048",
+           "--osl", "1024", "--tpot-ms", "50", "--max-concurrency", "16", "--time-limit", "2"], "valid")
+    disagg = draw(st.floats(0, 1)) < 0.85
+    if disagg:
+        b.add(["--serving", "disagg"], "valid")
+    which = draw(st.sampled_from(["--prefill-workers", "--decode-workers", "both"]))
+    for flag in (["--prefill-workers", "--decode-workers"] if which == "both" else [which]):
+        value, good = draw(st.sampled_from([("1", True), ("2", True), ("9", True), ("0", False), ("-1", False),
+                                            ("1.5", False), ("x", False)]))
+        b.add([flag, value], "valid" if good else "invalid", f"{flag} {value}")
+    if not disagg:
+        b.add([], "invalid", "worker counts without --serving disagg")
+    return b.case(slow=True)
+
+
+@st.composite
+def dsa_pool_command_cases(draw) -> Case:
+    """`check --command` of an SGLang DeepSeek-V3.2 command with --dcp-size 8: refused in a prefill or decode pool
+    (sglang 0.5.23 deepseek_v2.py:18-24), valid as one aggregated server; DeepSeek-R1's pool (no DSA) is valid."""
+    b = _Builder("check", draw)
+    model = draw(st.sampled_from(["deepseek-v3.2", "deepseek-r1"]))
+    role = draw(st.sampled_from([None, "prefill", "decode"]))
+    pool = "" if role is None else f" --disaggregation-mode {role} --disaggregation-transfer-backend mooncake"
+    cmd = f"python3 -m sglang.launch_server --model-path x --tp-size 8 --dcp-size 8{pool}"
+    b.add(["--command", cmd, "--model", model, "--hardware", "h200_sxm", "--isl", "8192", "--osl", "1024",
+           "--concurrency", "8"], "valid", f"{model} {role or 'aggregated'} DCP8")
+    if role is not None and model == "deepseek-v3.2":
+        b.add([], "invalid", f"DCP on a DSA model in a {role} pool")
+    return b.case()
+
+
 # A long run's cases by strategy group, in the order benchmarks/fuzz.py draws them: (group, share, seed offset,
 # batch share). Each group's cases are a prefix of what it drew when it was last "new" or the whole run: "old" in
 # batches of the whole run (its first 40% are the first 40% it drew at 70%), "s45" and "s46" (stop 45's and 46's) in
 # batches of 30% of the run under the seed offsets they were drawn with then; "s47" (stop 47's) and "new" (stop 48's:
 # repeated options, numbers spelt at their type's edges, a user's device file, requests no plan meets; the merged
-# stop's --factors files, calibrate --from-csv --fit, models an engine refuses by type) after them.
-GROUPS = (("old", 0.35, 0, 1.0), ("s45", 0.1, 500, 0.3), ("s46", 0.15, 700, 0.3), ("s47", 0.2, 900, 0.3),
-          ("new", 0.2, 1100, 0.2))
+# stop's --factors files, calibrate --from-csv --fit, models an engine refuses by type; now "s48") and "new" (stop 49's:
+# speculative commands by method and depth, past-context switches by value, deployment files' draft, worker counts,
+# SGLang DCP on a DSA pool) after them.
+GROUPS = (("old", 0.3, 0, 1.0), ("s45", 0.1, 500, 0.3), ("s46", 0.1, 700, 0.3), ("s47", 0.15, 900, 0.3),
+          ("s48", 0.15, 1100, 0.2), ("new", 0.2, 1300, 0.2))
 
 
 def cases(fx: Fixtures, fast: bool = False, only: str | None = None, group: str | None = None
           ) -> st.SearchStrategy[Case]:
     """Every subcommand; `fast` leaves out the valid solves, sweeps and recommends (seconds each); `only` draws
     from one strategy (its function's name without _cases: "family", "topology", ...); `group` "old" draws from
-    the strategies earlier runs drew from (so a seed's cases stay as they were), "s45" / "s46" / "s47" from stop 45's
-    / 46's / 47's, "new" from the ones added since, None from all (GROUPS)."""
+    the strategies earlier runs drew from (so a seed's cases stay as they were), "s45" / "s46" / "s47" / "s48" from
+    stop 45's / 46's / 47's / 48's, "new" from the ones added since, None from all (GROUPS)."""
     strategies = {"catalog": catalog_cases(), "inspect": inspect_cases(fx), "memory": memory_cases(fx),
                   "estimate": estimate_cases(fx), "solve": solve_cases(fx), "check": check_cases(fx),
                   "launch": launch_cases(fx), "sweep": sweep_cases(fx), "recommend": recommend_cases(fx),
@@ -2335,13 +2483,16 @@ def cases(fx: Fixtures, fast: bool = False, only: str | None = None, group: str 
            "vllm_wide_solve": vllm_wide_solve_cases(), "vllm_wide_launch": vllm_wide_launch_cases(fx),
            "multinode_launch": multinode_launch_cases(fx)}
     s47 = {"command_check": command_check_cases(fx), "pp_stage": pp_stage_cases()}
-    new = {"repeats": repeats_cases(fx), "spelt_numbers": spelt_numbers_cases(), "device_file": device_file_cases(fx),
+    s48 = {"repeats": repeats_cases(fx), "spelt_numbers": spelt_numbers_cases(), "device_file": device_file_cases(fx),
            "unmet": unmet_cases(), "factors": factors_cases(fx), "calibrate_fit": calibrate_fit_cases(fx),
            "refused_model": refused_model_cases()}
-    strategies_all = {**strategies, **s45, **s46, **s47, **new}
+    new = {"draft_command": draft_command_cases(), "long_command": long_command_cases(),
+           "draft_deployment": draft_deployment_cases(fx), "workers": workers_cases(),
+           "dsa_pool_command": dsa_pool_command_cases()}
+    strategies_all = {**strategies, **s45, **s46, **s47, **s48, **new}
     if only is not None and only not in strategies_all:
         raise ValueError(f"unknown strategy {only!r} (known: {', '.join(strategies_all)})")
-    pools = {"old": strategies, "s45": s45, "s46": s46, "s47": s47, "new": new, None: strategies_all}
+    pools = {"old": strategies, "s45": s45, "s46": s46, "s47": s47, "s48": s48, "new": new, None: strategies_all}
     s = strategies_all[only] if only else st.one_of(*pools[group].values())
     return s.filter(lambda c: not c.slow) if fast else s
 

@@ -283,6 +283,12 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
             continue
         reads = _reads(arg)
         raw = user.values[slot]
+        if slot[0] == "doc" and spells_depth(arg) and not (raw.isdigit() and int(raw) >= 1):
+            # argparse types a flag's depth; a document's is a JSON / YAML number the engine validates at start
+            # (vLLM 0.34.0 config/speculative.py:455: int, gt=0), and the launch writes one only with MTP on
+            raise InputError("--command", f"{slot_name(slot, fw)}: {raw} is not a speculative depth (a whole number "
+                                          "of draft tokens, 1 or more); give the depth the engine runs, or leave "
+                                          "speculation out")
         if not raw.replace(".", "", 1).isdigit():
             continue
         if arg.value_expr.names == {"max_model_len"}:
@@ -315,14 +321,26 @@ def past_context_refusal(fw: FrameworkProfile, spec: ModelSpec, given: dict[Slot
     if model_len is None or limit is None or model_len <= limit or fw.launch is None:
         return None
     switches = [a for a in fw.launch.args if "past_context" in a.when_expr.names]
-    if not switches or any(slot_of(fw, a) in given for a in switches):
+    if not switches or any(_switched_on(a, given.get(slot_of(fw, a))) for a in switches):
         return None
     spelt = ", ".join(f"{a.env}={a.value}" if a.env else f"{a.flag}" + (f" {a.value}" if a.value else "")
                       for a in switches)
+    # a switch given a value the engine reads as off (VLLM_ALLOW_LONG_MAX_MODEL_LEN=0) is named as written
+    off = [f"{a.env}={given[s]}, which {fw.name} reads as off (on: {', '.join(a.env_on or ())})"
+           for a in switches if (s := slot_of(fw, a)) in given]
+    sets = f"sets {'; '.join(off)}" if off else f"sets no {spelt}"
     sources = "; ".join(dict.fromkeys(a.source for a in switches if a.source))
     return (f"{slot_name(slot_of(fw, _model_len_arg(fw)), fw)} {model_len:,} exceeds {spec.name}'s "
             f"{spec.context_field} {spec.max_position_embeddings:,}{derived_said(spec, limit, fw)} and the command "
-            f"sets no {spelt}: {fw.name} refuses to start ({sources}); set it, or a length within {limit:,}")
+            f"{sets}: {fw.name} refuses to start ({sources}); set {spelt}, or a length within {limit:,}")
+
+
+def _switched_on(arg: LaunchArg, value: str | None) -> bool:
+    """Whether a command's value for a past-context switch turns it on: given at all, and for an env switch with
+    env_on, one of the values its engine parses as true (vLLM reads "1" / "true", so "=0" leaves it off)."""
+    if value is None:
+        return False
+    return arg.env_on is None or value.lower() in arg.env_on
 
 
 def _model_len_arg(fw: FrameworkProfile) -> LaunchArg:

@@ -115,6 +115,8 @@ class LaunchArg(BaseModel):
     doc: str | None = Field(None, description="document (LaunchSpec.documents) this key goes into")
     key: str | None = Field(None, description="dotted key inside `doc`")
     env: str | None = Field(None, description="environment variable name instead of argv")
+    env_on: list[str] | None = Field(None, description="for an env switch: the values (lower-cased) the engine "
+                                           "reads as on, as its source parses the variable; another value is off")
     knob: str | None = Field(None, description="what a refusal names (the knob or setting this spells)")
     source: str | None = Field(None, description="where the spelling is read when the facts' engines.md does not "
                                "spell it (an engine wheel's file and version)")
@@ -154,6 +156,8 @@ class LaunchArg(BaseModel):
             unknown = sorted(set(_TEMPLATE.findall(self.text)) - LAUNCH_TEXT_NAMES - RULE_NAMES - LAUNCH_NAMES)
             if unknown:
                 raise ValueError(f"text uses unknown placeholder(s) {', '.join(unknown)}")
+        if self.env_on is not None and self.env is None:
+            raise ValueError("env_on needs an env name")
         if self.default is not None and (self.value is None or self.flag is None or self.doc or self.env):
             raise ValueError("default needs a flag with a value (an argv flag the engine reads a default for)")
         if self.step_budget:
