@@ -25,6 +25,7 @@ from solver.specs.scenario import Scenario
 
 if TYPE_CHECKING:
     from solver.report.disagg_view import DisaggReport
+    from solver.specs.model import ModelSpec
 
 @lru_cache(maxsize=1)
 def _ref_models() -> dict[str, str]:
@@ -58,7 +59,7 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
     spec = load_model(model)
     hw = load_hardware(hardware)
     fw = load_framework(framework)
-    refuse_unlaunchable_kv(fw, kv_dtype)
+    refuse_unlaunchable_kv(fw, kv_dtype, model=spec)
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     refs = list_references() if references is None else list(references)
     # at least the core candidates, whatever --top asks: the ranking's first is chosen among them
@@ -224,10 +225,11 @@ def refuse_unknown_method(method: str) -> None:
         raise InputError("--method", f"unknown method {method!r}; known: {', '.join(PLAN_METHODS)}")
 
 
-def refuse_unlaunchable_kv(fw: FrameworkProfile, kv_dtype: str | None, flag: str = "--kv-dtype") -> None:
+def refuse_unlaunchable_kv(fw: FrameworkProfile, kv_dtype: str | None, flag: str = "--kv-dtype",
+                           model: ModelSpec | None = None) -> None:
     """A KV-cache format the engine's command cannot ask for is bad input to the planner (exit 2): its plans
     could not be launched (`launch` refuses the same format, FrameworkProfile.kv_dtype_refusal)."""
-    refusal = fw.kv_dtype_refusal(kv_dtype)
+    refusal = fw.kv_dtype_refusal(kv_dtype, model)
     if refusal:
         raise InputError(flag, f"{refusal}; a plan under {fw.name} could not be launched with it")
 

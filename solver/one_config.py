@@ -455,7 +455,7 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     r.notes += [n for n in prec.notes if n not in r.notes] + list(context_notes(spec, wl.context_len, fw)) \
         + [n for n in engine_notes(fw) if n not in r.notes] \
         + list(filter(None, [prefix_hit_note(wl.prefix_hit, wl.kind), one_token_note(wl.osl, wl.kind)]))
-    kv_refusal = fw.kv_dtype_refusal(dep.quant.kv_cache)  # the engine cannot run it: launch refuses, solve too
+    kv_refusal = fw.kv_dtype_refusal(dep.quant.kv_cache, spec)  # the engine cannot run it: launch refuses, solve too
     if kv_refusal:
         r.violations["C"].append(f"quant.kv_cache: {kv_refusal}; launch refuses it and solve does not plan it")
     if note and not r.violations["A"]:  # else the model check already names it, in the file's own keys

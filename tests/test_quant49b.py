@@ -51,3 +51,52 @@ def test_the_catalog_note_is_not_said_on_a_checkpoint_carrying_its_formats(tmp_p
     spec = load_model(str(folder))
     assert spec.quant.experts.startswith("fp8")
     assert not any("hf_quant_config.json, which the catalog lacks" in n for n in spec.warnings)
+
+
+# --- vLLM 0.34.0's int8 KV cache (solver/frameworks/vllm.yaml: the --kv-cache-dtype map, launch.kv_dtype_requires)
+
+def _solve(model: str, hardware: str = "h100_sxm", cards: int = 1):
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+    return CliRunner().invoke(main, ["solve", model, "--hardware", hardware, "--cards", str(cards), "--framework",
+                                     "vllm", "--kv-dtype", "int8", "--format", "launch"])
+
+
+def test_vllm_spells_an_int8_kv_cache_int8_per_token_head() -> None:
+    """vLLM 0.34.0 names its int8 cache int8_per_token_head (config/cache.py:63): the launch asks for it."""
+    res = _solve("llama-3.1-8b")
+    assert res.exit_code == 0, res.output
+    assert "--kv-cache-dtype int8_per_token_head" in res.output
+
+
+def test_vllm_int8_kv_runs_on_sliding_window_attention() -> None:
+    """Its one backend, Triton, runs sliding windows (triton_attn.py supports_sliding_window): gemma-3 launches."""
+    res = _solve("gemma-3-4b")
+    assert res.exit_code == 0, res.output
+    assert "--kv-cache-dtype int8_per_token_head" in res.output
+
+
+def test_vllm_refuses_an_int8_kv_cache_on_mla_in_one_line() -> None:
+    """No MLA backend lists int8_per_token_head (Triton is not MLA: v1/attention/backend.py:317-321): DeepSeek's
+    MLA under vllm with --kv-dtype int8 is bad input, one line, exit 2."""
+    from solver.specs.framework import load_framework
+    from solver.specs.model_catalog import load_model as load
+
+    refusal = load_framework("vllm").kv_dtype_refusal("int8", load("deepseek-v3"))
+    assert refusal is not None and "non-MLA" in refusal and "\n" not in refusal
+    assert load_framework("vllm").kv_dtype_refusal("int8", load("llama-3.1-8b")) is None
+    res = _solve("deepseek-v3", "h200_sxm", 8)
+    assert res.exit_code == 2 and "non-MLA" in res.output and res.output.count("\n") == 1, res.output
+
+
+def test_a_kv_dtype_requirement_reads_the_models_flags_only() -> None:
+    """A profile's kv_dtype_requires condition reads model flags (has_mla ...), not knobs: a knob is refused."""
+    import pytest
+    from pydantic import ValidationError
+
+    from solver.specs.launch_spec import KvDtypeRequire
+
+    KvDtypeRequire(require="not has_mla", runs_on="x", source="y")
+    with pytest.raises(ValidationError):
+        KvDtypeRequire(require="attn_tp_size > 1", runs_on="x", source="y")

@@ -146,7 +146,7 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
     mwd = per_hardware(moe_weight_dtype, "--moe-weight-dtype", names)
     kvd = per_hardware(kv_dtype, "--kv-dtype", names)
     for name in names:  # a KV format the engine's command cannot ask for: said before solving (api.run_solve)
-        refuse_unlaunchable_kv(fw, kvd[name])
+        refuse_unlaunchable_kv(fw, kvd[name], model=spec)
     notes = [*spec.warnings, *context_notes(spec, max(i + o for i, o in lengths), fw)]
     for h in hws:  # a dtype the hardware lacks is bad input for the whole sweep: say so before solving
         notes += [f"{h.name}: {n}" for n in device_notes(h, resolve_precision(spec, h, wd[h.name], mwd[h.name],

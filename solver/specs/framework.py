@@ -550,10 +550,13 @@ class FrameworkProfile(BaseModel):
         return (f"{self.name} serves {model.name} without a prefix cache ({off.why}), so no prompt token is found "
                 f"cached; drop the prefix hit or pick another framework")
 
-    def kv_dtype_refusal(self, kv_dtype: str | None) -> str | None:
+    def kv_dtype_refusal(self, kv_dtype: str | None, model: "ModelSpec | None" = None) -> str | None:
         """Why this engine's command cannot ask for KV-cache format `kv_dtype` (LaunchSpec.kv_dtype_refusal;
-        None without a launch section): `launch` refuses it, so the planner does not plan it either."""
-        return self.launch.kv_dtype_refusal(kv_dtype, self.name) if self.launch is not None else None
+        None without a launch section): `launch` refuses it, so the planner does not plan it either. `model`:
+        the attention it runs on is checked too (kv_dtype_requires)."""
+        if self.launch is None:
+            return None
+        return self.launch.kv_dtype_refusal(kv_dtype, self.name, model_facts(model) if model is not None else None)
 
     def sets_token_budget(self) -> bool:
         """Its command gives the engine its token budget (LaunchSpec.sets_token_budget; no launch section: no

@@ -312,6 +312,27 @@ class Respelling(BaseModel):
 ONLINE_SPLIT_KEY = "enable_online_split_weight"  # the seed's deployment key (specs.deployment.Deployment)
 
 
+
+class KvDtypeRequire(BaseModel):
+    """Where an engine runs a KV-cache format its command spells (LaunchSpec.kv_dtype_requires)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    require: str = Field(min_length=1)  # a condition over profile_rules.MODEL_NAMES' flags
+    runs_on: str = Field(min_length=1)  # the attention it runs on, in words
+    source: str = Field(min_length=1)
+
+    @field_validator("require")
+    @classmethod
+    def _flags_only(cls, v: str) -> str:
+        from solver.specs.profile_rules import RULE_FLAGS, MODEL_NAMES
+        unknown = compile_expr(v).names - (set(MODEL_NAMES) & RULE_FLAGS)
+        if unknown:
+            raise ValueError(f"reads {', '.join(sorted(unknown))}: only the model's flags "
+                             f"({', '.join(sorted(set(MODEL_NAMES) & RULE_FLAGS))})")
+        return v
+
+
 class LaunchSpec(BaseModel):
     """The engine's command: argv entries in order, documents, and whether each node runs its own command
     (`per_node`) or one launcher on the head starts every rank (MPI); `disagg`: what a pool worker adds."""
@@ -328,6 +349,10 @@ class LaunchSpec(BaseModel):
     # name; a format with no engine at all): given, such a format is a note saying so; empty, it is refused (the
     # engine's runtime choice, which the command could not ask for)
     kv_dtype_elsewhere: str = ""
+    # KV-cache formats the command spells that the engine runs on some attention only (vLLM's int8 cache: its Triton
+    # backend alone, no MLA one): format -> the model facts that must hold (profile_rules.MODEL_NAMES' flags), the
+    # attention it runs on, and the source; a model outside it is refused in one line (kv_dtype_refusal)
+    kv_dtype_requires: dict[str, "KvDtypeRequire"] = Field(default_factory=dict)
     # How the engine serves a length past the model's config context with positions its RoPE scaling covers (the
     # config override that raises the factor), with its source: said in the launch's note beside the args that
     # read `past_context` (the engine's switch that allows a longer maximum model length)
@@ -362,12 +387,20 @@ class LaunchSpec(BaseModel):
         rules = [a.value for a in self.args if a.step_budget]
         return rules[0] if rules else None
 
-    def kv_dtype_refusal(self, kv_dtype: str | None, engine: str) -> str | None:
+    def kv_dtype_refusal(self, kv_dtype: str | None, engine: str,
+                         facts: Mapping[str, Any] | None = None) -> str | None:
         """Why the command cannot ask for KV-cache format `kv_dtype` (None: it can, none was chosen, or
-        `kv_dtype_elsewhere` says where it is set instead): no argument spells a KV format, or every one that
-        does maps other formats only."""
+        `kv_dtype_elsewhere` says where it is set instead): no argument spells a KV format, every one that
+        does maps other formats only, or the model's facts (`facts`: rule_env.model_facts, or a launch's names;
+        None: not checked) lie outside the attention the engine runs the format on (kv_dtype_requires)."""
         if kv_dtype is None or self.kv_dtype_elsewhere:
             return None
+        need = self.kv_dtype_requires.get(kv_dtype)
+        if need is not None and facts is not None:
+            expr = compile_expr(need.require)
+            if not expr.evaluate({k: bool(facts[k]) for k in expr.names}):
+                return (f"KV-cache dtype {kv_dtype}: {engine} runs it on {need.runs_on} only; this model's attention "
+                        f"is outside it (needs {need.require}; {need.source})")
         uses = [a for a in (*self.args, *(self.disagg.args if self.disagg else ()))
                 if "kv_dtype" in _TEMPLATE.findall(a.text or "")]
         if not uses:
