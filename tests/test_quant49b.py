@@ -90,13 +90,42 @@ def test_vllm_refuses_an_int8_kv_cache_on_mla_in_one_line() -> None:
     assert res.exit_code == 2 and "non-MLA" in res.output and res.output.count("\n") == 1, res.output
 
 
-def test_a_kv_dtype_requirement_reads_the_models_flags_only() -> None:
-    """A profile's kv_dtype_requires condition reads model flags (has_mla ...), not knobs: a knob is refused."""
+def test_a_format_requirement_reads_model_and_device_flags_only() -> None:
+    """A profile's kv_dtype_requires / weight_dtype_requires condition reads model flags (has_mla ...) and device
+    flags (on_cuda ...), not knobs: a knob is refused."""
     import pytest
     from pydantic import ValidationError
 
-    from solver.specs.launch_spec import KvDtypeRequire
+    from solver.specs.launch_spec import FormatRequire
 
-    KvDtypeRequire(require="not has_mla", runs_on="x", source="y")
+    FormatRequire(require="not has_mla and on_cuda", runs_on="x", source="y")
     with pytest.raises(ValidationError):
-        KvDtypeRequire(require="attn_tp_size > 1", runs_on="x", source="y")
+        FormatRequire(require="attn_tp_size > 1", runs_on="x", source="y")
+
+
+# --- W4A8 where no kernel runs it (solver/frameworks/vllm.yaml: launch.weight_dtype_requires)
+
+def test_vllm_refuses_w4a8_on_rocm_naming_the_flag_and_what_runs() -> None:
+    """vLLM 0.34.0's ROCm int4 kernels take 16-bit activations only (kernels/linear/__init__.py:550-556): w4a8 on
+    MI300X is refused in one line naming --weight-dtype and w4a16, exit 2; w4a16 there plans."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+    base = ["solve", "llama-3.1-8b", "--hardware", "mi300x", "--cards", "1", "--framework", "vllm"]
+    res = CliRunner().invoke(main, [*base, "--weight-dtype", "w4a8"])
+    assert res.exit_code == 2 and res.output.startswith("error: --weight-dtype: weight dtype w4a8") \
+        and "w4a16 runs" in res.output and res.output.count("\n") == 1, res.output
+    assert CliRunner().invoke(main, [*base, "--weight-dtype", "w4a16"]).exit_code == 0
+
+
+def test_vllm_runs_w4a8_on_every_cuda_device() -> None:
+    """On CUDA, Humming (a requirement of the wheel, SM 7.5+) runs W4A8 beside CUTLASS's SM 9.0 kernel: B200 and
+    A100 are not refused."""
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model as load
+
+    fw, model = load_framework("vllm"), load("llama-3.1-8b")
+    for hw in ("b200_sxm", "a100_sxm", "h100_sxm", "l40s"):
+        assert fw.weight_dtype_refusal("w4a8", model, load_hardware(hw)) is None, hw
+    assert fw.weight_dtype_refusal("w4a8", model, load_hardware("mi355x")) is not None

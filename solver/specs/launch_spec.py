@@ -313,24 +313,39 @@ ONLINE_SPLIT_KEY = "enable_online_split_weight"  # the seed's deployment key (sp
 
 
 
-class KvDtypeRequire(BaseModel):
-    """Where an engine runs a KV-cache format its command spells (LaunchSpec.kv_dtype_requires)."""
+def _format_flags() -> set[str]:
+    """What a FormatRequire reads: the model's yes/no facts and the device's flags."""
+    from solver.specs.profile_rules import MODEL_NAMES, RULE_FLAGS
+    from solver.specs.rule_env import DEVICE_FLAGS
+
+    return (set(MODEL_NAMES) & RULE_FLAGS) | set(DEVICE_FLAGS)
+
+
+class FormatRequire(BaseModel):
+    """Where an engine runs a format (LaunchSpec.kv_dtype_requires, weight_dtype_requires)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    require: str = Field(min_length=1)  # a condition over profile_rules.MODEL_NAMES' flags
-    runs_on: str = Field(min_length=1)  # the attention it runs on, in words
+    require: str = Field(min_length=1)  # a condition over the model's flags and the device's (_format_flags)
+    runs_on: str = Field(min_length=1)  # what runs it, in words
     source: str = Field(min_length=1)
 
     @field_validator("require")
     @classmethod
     def _flags_only(cls, v: str) -> str:
-        from solver.specs.profile_rules import RULE_FLAGS, MODEL_NAMES
-        unknown = compile_expr(v).names - (set(MODEL_NAMES) & RULE_FLAGS)
+        unknown = compile_expr(v).names - _format_flags()
         if unknown:
-            raise ValueError(f"reads {', '.join(sorted(unknown))}: only the model's flags "
-                             f"({', '.join(sorted(set(MODEL_NAMES) & RULE_FLAGS))})")
+            raise ValueError(f"reads {', '.join(sorted(unknown))}: only the model's and the device's flags "
+                             f"({', '.join(sorted(_format_flags()))})")
         return v
+
+    def fails(self, facts: Mapping[str, Any] | None) -> bool:
+        """The condition is false on `facts`; a name it reads that `facts` lacks (None: none given) is not
+        checked."""
+        expr = compile_expr(self.require)
+        if facts is None or not expr.names <= set(facts):
+            return False
+        return not expr.evaluate({k: bool(facts[k]) for k in expr.names})
 
 
 class LaunchSpec(BaseModel):
@@ -350,9 +365,11 @@ class LaunchSpec(BaseModel):
     # engine's runtime choice, which the command could not ask for)
     kv_dtype_elsewhere: str = ""
     # KV-cache formats the command spells that the engine runs on some attention only (vLLM's int8 cache: its Triton
-    # backend alone, no MLA one): format -> the model facts that must hold (profile_rules.MODEL_NAMES' flags), the
-    # attention it runs on, and the source; a model outside it is refused in one line (kv_dtype_refusal)
-    kv_dtype_requires: dict[str, "KvDtypeRequire"] = Field(default_factory=dict)
+    # backend alone, no MLA one): format -> the model and device flags that must hold, what runs it, and the
+    # source; a model or device outside it is refused in one line (kv_dtype_refusal)
+    kv_dtype_requires: dict[str, "FormatRequire"] = Field(default_factory=dict)
+    # the same for weight formats (vLLM's W4A8 linear kernels: CUDA only): weight_dtype_refusal
+    weight_dtype_requires: dict[str, "FormatRequire"] = Field(default_factory=dict)
     # How the engine serves a length past the model's config context with positions its RoPE scaling covers (the
     # config override that raises the factor), with its source: said in the launch's note beside the args that
     # read `past_context` (the engine's switch that allows a longer maximum model length)
@@ -396,11 +413,9 @@ class LaunchSpec(BaseModel):
         if kv_dtype is None or self.kv_dtype_elsewhere:
             return None
         need = self.kv_dtype_requires.get(kv_dtype)
-        if need is not None and facts is not None:
-            expr = compile_expr(need.require)
-            if not expr.evaluate({k: bool(facts[k]) for k in expr.names}):
-                return (f"KV-cache dtype {kv_dtype}: {engine} runs it on {need.runs_on} only; this model's attention "
-                        f"is outside it (needs {need.require}; {need.source})")
+        if need is not None and need.fails(facts):
+            return f"KV-cache dtype {kv_dtype}: {engine} runs it on {need.runs_on} only ({need.require} does not hold; " \
+                   f"{need.source})"
         uses = [a for a in (*self.args, *(self.disagg.args if self.disagg else ()))
                 if "kv_dtype" in _TEMPLATE.findall(a.text or "")]
         if not uses:
@@ -410,6 +425,16 @@ class LaunchSpec(BaseModel):
             return None
         return (f"{uses[0].knob or uses[0].flag} {kv_dtype}: {engine} has no spelling for it "
                 f"(it takes {', '.join(sorted(uses[0].map or ()))})")
+
+    def weight_dtype_refusal(self, weight_dtype: str | None, engine: str,
+                             facts: Mapping[str, Any] | None = None) -> str | None:
+        """Why the engine runs no kernel for weight format `weight_dtype` on this model and device
+        (weight_dtype_requires; `facts`: model and device flags, None or a flag missing: not checked)."""
+        need = self.weight_dtype_requires.get((weight_dtype or "").lower())
+        if need is None or not need.fails(facts):
+            return None
+        return f"weight dtype {weight_dtype}: {engine} runs it on {need.runs_on} only ({need.require} does not " \
+               f"hold; {need.source})"
 
     def bind(self, products: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
         """Read the profile's group names (tp_group_size, ...) in every expression as its products of knobs."""
