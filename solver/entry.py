@@ -25,6 +25,7 @@ from solver.specs.scenario import Scenario
 
 if TYPE_CHECKING:
     from solver.report.disagg_view import DisaggReport
+    from solver.specs.model import ModelSpec
 
 @lru_cache(maxsize=1)
 def _ref_models() -> dict[str, str]:
@@ -58,7 +59,8 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
     spec = load_model(model)
     hw = load_hardware(hardware)
     fw = load_framework(framework)
-    refuse_unlaunchable_kv(fw, kv_dtype)
+    refuse_unlaunchable_kv(fw, kv_dtype, model=spec, hw=hw)
+    refuse_unrunnable_weights(fw, weight_dtype, moe_weight_dtype, spec, hw)
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     refs = list_references() if references is None else list(references)
     # at least the core candidates, whatever --top asks: the ranking's first is chosen among them
@@ -224,12 +226,23 @@ def refuse_unknown_method(method: str) -> None:
         raise InputError("--method", f"unknown method {method!r}; known: {', '.join(PLAN_METHODS)}")
 
 
-def refuse_unlaunchable_kv(fw: FrameworkProfile, kv_dtype: str | None, flag: str = "--kv-dtype") -> None:
+def refuse_unlaunchable_kv(fw: FrameworkProfile, kv_dtype: str | None, flag: str = "--kv-dtype",
+                           model: ModelSpec | None = None, hw: Hardware | None = None) -> None:
     """A KV-cache format the engine's command cannot ask for is bad input to the planner (exit 2): its plans
     could not be launched (`launch` refuses the same format, FrameworkProfile.kv_dtype_refusal)."""
-    refusal = fw.kv_dtype_refusal(kv_dtype)
+    refusal = fw.kv_dtype_refusal(kv_dtype, model, hw)
     if refusal:
         raise InputError(flag, f"{refusal}; a plan under {fw.name} could not be launched with it")
+
+
+def refuse_unrunnable_weights(fw: FrameworkProfile, weight_dtype: str | None, moe_weight_dtype: str | None,
+                              model: ModelSpec, hw: Hardware) -> None:
+    """A weight format the engine runs no kernel for on this device is bad input to the planner (exit 2), named by
+    its flag (FrameworkProfile.weight_dtype_refusal)."""
+    for flag, value in (("--weight-dtype", weight_dtype), ("--moe-weight-dtype", moe_weight_dtype)):
+        refusal = fw.weight_dtype_refusal(value, model, hw)
+        if refusal:
+            raise InputError(flag, refusal)
 
 
 def verified_for(model_name: str, hardware: str, cards: int, phase: str, refs) -> list[tuple[str, dict[str, int]]]:

@@ -455,9 +455,13 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     r.notes += [n for n in prec.notes if n not in r.notes] + list(context_notes(spec, wl.context_len, fw)) \
         + [n for n in engine_notes(fw) if n not in r.notes] \
         + list(filter(None, [prefix_hit_note(wl.prefix_hit, wl.kind), one_token_note(wl.osl, wl.kind)]))
-    kv_refusal = fw.kv_dtype_refusal(dep.quant.kv_cache)  # the engine cannot run it: launch refuses, solve too
+    kv_refusal = fw.kv_dtype_refusal(dep.quant.kv_cache, spec, hw)  # the engine cannot run it: launch refuses, solve too
     if kv_refusal:
         r.violations["C"].append(f"quant.kv_cache: {kv_refusal}; launch refuses it and solve does not plan it")
+    for key, value in (("weights", dep.quant.weights), ("moe_weights", dep.quant.moe_weights)):
+        w_refusal = fw.weight_dtype_refusal(value, spec, hw)
+        if w_refusal:
+            r.violations["C"].append(f"quant.{key}: {w_refusal}; solve does not plan it")
     if note and not r.violations["A"]:  # else the model check already names it, in the file's own keys
         r.violations["A"].insert(0, note)
     return CheckResult(spec, hw, fw, pc, wl, r)

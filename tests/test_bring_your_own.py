@@ -15,7 +15,7 @@ from solver.errors import InputError
 from solver.specs.framework import FrameworkProfile, MaxContext, load_framework
 from solver.specs.hardware import EPKernel, Efficiency, Hardware, Tier
 from solver.specs.hardware_catalog import load_hardware
-from solver.specs.launch_spec import DisaggLaunch, Feature, LaunchArg, LaunchDocument, LaunchSpec, PairCheck
+from solver.specs.launch_spec import DisaggLaunch, Feature, FormatRequire, LaunchArg, LaunchDocument, LaunchSpec, PairCheck
 from solver.specs.profile_rules import Rule
 from solver.specs.profile_serving import (FrameworkEfficiency, FrameworkScheduler, FrameworkServing,
                                           GraphBatchRange, TokenBudgetTier)
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "bring-your-own.md"
 SCHEMAS = (Hardware, Tier, Efficiency, EPKernel, FrameworkProfile, Feature, Rule, FrameworkEfficiency,
            FrameworkScheduler, TokenBudgetTier, FrameworkServing, GraphBatchRange, LaunchSpec, LaunchArg,
-           LaunchDocument, DisaggLaunch, PairCheck, MaxContext)
+           FormatRequire, LaunchDocument, DisaggLaunch, PairCheck, MaxContext)
 
 # a cloud instance of 4 PCIe cards per node, 48 GiB and 0.864 TB/s each: every required field, written by hand
 PCIE4 = {

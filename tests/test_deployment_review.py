@@ -63,14 +63,14 @@ def test_explain_prices_the_engines_loss_in_the_figures_the_phase_has():
 
 def test_a_kv_format_the_engine_cannot_spell_is_not_planned(tmp_path):
     """solve, sweep and recommend under an engine refuse a KV-cache format its command cannot ask for (exit 2,
-    one line naming --kv-dtype), and check reports it as a class C violation (vLLM on H200: its --kv-cache-dtype
-    spells auto and fp8 forms, not int8)."""
+    one line naming --kv-dtype), and check reports it as a class C violation (vLLM on H200: its int8 cache,
+    int8_per_token_head, runs on its Triton backend only, no MLA one, so not on DeepSeek-V3.2's attention)."""
     base = ["deepseek-v3.2", "--hardware", "h200_sxm", "--framework", "vllm", "--kv-dtype", "int8"]
     for args in (["solve", *base, "--cards", "64"], ["sweep", *base, "--cards", "64", "--scenario", "throughput"],
                  ["recommend", *base, "--cards", "64", "--target-output-tokens-per-s", "1000"]):
         r = CliRunner().invoke(main, args)
         assert r.exit_code == 2, (args[0], r.output)
-        assert "error: --kv-dtype: KV-cache dtype int8: vllm has no spelling for it" in r.stderr, args[0]
+        assert "error: --kv-dtype: KV-cache dtype int8: vllm runs it on non-MLA attention" in r.stderr, args[0]
     dep = tmp_path / "dep.yaml"
     dep.write_text("model: deepseek-v3.2\nhardware: h200_sxm\nframework: vllm\nworld_size: 64\n"
                    "parallel_config: {attn_tp_size: 4, dense_tp_size: 4, embed_tp_size: 4, lmhead_tp_size: 4}\n"

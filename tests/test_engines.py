@@ -282,7 +282,7 @@ def test_a_weight_format_without_a_flag_is_the_checkpoints_and_the_launch_says_s
 
 def test_a_kv_format_without_a_flag_is_refused_unless_the_profile_says_where_it_is_set(tmp_path) -> None:
     """The KV-cache format is the engine's runtime choice: without a spelling the command could not ask for it
-    (vLLM's --kv-cache-dtype takes auto / fp8 forms, not int8). cann-recipes sets it with the model's
+    (vLLM's --kv-cache-dtype spells int8 for its Triton backend only, which runs no MLA: refused on DeepSeek-V3.2). cann-recipes sets it with the model's
     quantization in the recipe's YAML (the verified W8A8C8 deployments), vllm-ascend from the C8 checkpoint's
     quant_model_description.json: a note says so (it refused, so the verified v32-p64-q could not be launched)."""
     pc = {"attn_tp_size": 1, "dense_tp_size": 1, "moe_tp_size": 1, "embed_tp_size": 1, "lmhead_tp_size": 16}
@@ -291,7 +291,7 @@ def test_a_kv_format_without_a_flag_is_refused_unless_the_profile_says_where_it_
     (tmp_path / "nv").mkdir()
     vllm_dep = _deployment(tmp_path / "nv", ep, model="deepseek-v3.2", hardware="h200_sxm", world=16, quant={"kv_cache": "int8"})
     r = CliRunner().invoke(main, ["launch", vllm_dep, "--engine", "vllm"])
-    assert r.exit_code == 2 and "KV-cache dtype int8: vllm has no spelling for it (it takes bf16, fp16, fp8" in r.stderr
+    assert r.exit_code == 2 and "KV-cache dtype int8: vllm runs it on non-MLA attention" in r.stderr
     r = CliRunner().invoke(main, ["launch", dep, "--engine", "vllm-ascend"])
     assert r.exit_code == 0 and '"kv_cache_type": "C8"' in r.stdout, r.stderr
     r = CliRunner().invoke(main, ["launch", dep, "--engine", "cann-recipes"])

@@ -107,7 +107,7 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
                weight_dtype: Any = None, moe_weight_dtype: Any = None, kv_dtype: Any = None,
                method: str = "cpsat", params: SolverParams | None = None, top: int = 3,
                allow_cross_node: bool = False, explain_binding: bool = False) -> SweepPlan:
-    from solver.entry import refuse_unknown_method, refuse_unlaunchable_kv
+    from solver.entry import refuse_unknown_method, refuse_unlaunchable_kv, refuse_unrunnable_weights
     from solver.estimate.workload import one_token_note, prefix_hit_note
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
@@ -145,8 +145,9 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
     wd = per_hardware(weight_dtype, "--weight-dtype", names)
     mwd = per_hardware(moe_weight_dtype, "--moe-weight-dtype", names)
     kvd = per_hardware(kv_dtype, "--kv-dtype", names)
-    for name in names:  # a KV format the engine's command cannot ask for: said before solving (api.run_solve)
-        refuse_unlaunchable_kv(fw, kvd[name])
+    for h in hws:  # a KV or weight format the engine cannot run there: said before solving (api.run_solve)
+        refuse_unlaunchable_kv(fw, kvd[h.name], model=spec, hw=h)
+        refuse_unrunnable_weights(fw, wd[h.name], mwd[h.name], spec, h)
     notes = [*spec.warnings, *context_notes(spec, max(i + o for i, o in lengths), fw)]
     for h in hws:  # a dtype the hardware lacks is bad input for the whole sweep: say so before solving
         notes += [f"{h.name}: {n}" for n in device_notes(h, resolve_precision(spec, h, wd[h.name], mwd[h.name],

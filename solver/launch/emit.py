@@ -214,7 +214,9 @@ def _formats(fw: FrameworkProfile, args: list[LaunchArg], names: dict[str, Any],
     format it is given, and a note says so, unless it is the checkpoint's own 16-bit dtype (`own`,
     checkpoint_own: nothing to tell the engine). On a checkpoint already quantized (`method`, its
     quantization_config's) any other weight format is left out of the command (_prequantized)."""
-    refusal = fw.kv_dtype_refusal(inputs.kv_dtype)
+    refusal = fw.launch.kv_dtype_refusal(inputs.kv_dtype, fw.name, names) if fw.launch is not None else None
+    for value in (inputs.weight_dtype, inputs.moe_weight_dtype):
+        refusal = refusal or (fw.launch.weight_dtype_refusal(value, fw.name, names) if fw.launch else None)
     if refusal:
         raise InputError(f"--engine {fw.name}", refusal)
     elsewhere = fw.launch.kv_dtype_elsewhere if fw.launch is not None else ""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
@@ -26,7 +26,7 @@ from solver.specs.launch_spec import (DISAGG_ROLES, POOL_FIGURES, REPLICA_BATCH,
                                       PairCheck)
 from solver.specs.profile_rules import KNOB_NAMES, KnobName, Rule
 from solver.specs.profile_serving import EpKernels, FrameworkEfficiency, FrameworkScheduler, FrameworkServing
-from solver.specs.rule_env import DEVICE_FLAGS, model_facts
+from solver.specs.rule_env import DEVICE_FLAGS, device_flags, model_facts
 
 if TYPE_CHECKING:
     from solver.specs.hardware import Hardware
@@ -136,6 +136,14 @@ class DraftMethods(BaseModel):
 
 # what a no-prefix-cache condition reads (NoPrefixCache.when): the model's yes/no facts (rule_env.model_facts)
 PREFIX_CACHE_NAMES = frozenset({"has_mla", "has_dsa", "has_csa", "has_recurrent_mixer"})
+
+
+def format_facts(model: "ModelSpec | None", hw: "Hardware | None") -> dict[str, Any]:
+    """The flags a FormatRequire reads: the model's facts and the device's flags, those known."""
+    out: dict[str, Any] = dict(model_facts(model)) if model is not None else {}
+    if hw is not None:
+        out.update(device_flags(hw.platform, hw.capability))
+    return out
 
 
 class NoPrefixCache(BaseModel):
@@ -550,10 +558,22 @@ class FrameworkProfile(BaseModel):
         return (f"{self.name} serves {model.name} without a prefix cache ({off.why}), so no prompt token is found "
                 f"cached; drop the prefix hit or pick another framework")
 
-    def kv_dtype_refusal(self, kv_dtype: str | None) -> str | None:
+    def kv_dtype_refusal(self, kv_dtype: str | None, model: "ModelSpec | None" = None,
+                         hw: "Hardware | None" = None) -> str | None:
         """Why this engine's command cannot ask for KV-cache format `kv_dtype` (LaunchSpec.kv_dtype_refusal;
-        None without a launch section): `launch` refuses it, so the planner does not plan it either."""
-        return self.launch.kv_dtype_refusal(kv_dtype, self.name) if self.launch is not None else None
+        None without a launch section): `launch` refuses it, so the planner does not plan it either. `model`,
+        `hw`: where the engine runs it is checked too (kv_dtype_requires)."""
+        if self.launch is None:
+            return None
+        return self.launch.kv_dtype_refusal(kv_dtype, self.name, format_facts(model, hw))
+
+    def weight_dtype_refusal(self, weight_dtype: str | None, model: "ModelSpec | None" = None,
+                             hw: "Hardware | None" = None) -> str | None:
+        """Why the engine runs no kernel for weight format `weight_dtype` on this model and device
+        (LaunchSpec.weight_dtype_refusal); None where it does or no profile data says."""
+        if self.launch is None:
+            return None
+        return self.launch.weight_dtype_refusal(weight_dtype, self.name, format_facts(model, hw))
 
     def sets_token_budget(self) -> bool:
         """Its command gives the engine its token budget (LaunchSpec.sets_token_budget; no launch section: no

@@ -316,6 +316,42 @@ class Respelling(BaseModel):
 ONLINE_SPLIT_KEY = "enable_online_split_weight"  # the seed's deployment key (specs.deployment.Deployment)
 
 
+
+def _format_flags() -> set[str]:
+    """What a FormatRequire reads: the model's yes/no facts and the device's flags."""
+    from solver.specs.profile_rules import MODEL_NAMES, RULE_FLAGS
+    from solver.specs.rule_env import DEVICE_FLAGS
+
+    return (set(MODEL_NAMES) & RULE_FLAGS) | set(DEVICE_FLAGS)
+
+
+class FormatRequire(BaseModel):
+    """Where an engine runs a format (LaunchSpec.kv_dtype_requires, weight_dtype_requires)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    require: str = Field(min_length=1)  # a condition over the model's flags and the device's (_format_flags)
+    runs_on: str = Field(min_length=1)  # what runs it, in words
+    source: str = Field(min_length=1)
+
+    @field_validator("require")
+    @classmethod
+    def _flags_only(cls, v: str) -> str:
+        unknown = compile_expr(v).names - _format_flags()
+        if unknown:
+            raise ValueError(f"reads {', '.join(sorted(unknown))}: only the model's and the device's flags "
+                             f"({', '.join(sorted(_format_flags()))})")
+        return v
+
+    def fails(self, facts: Mapping[str, Any] | None) -> bool:
+        """The condition is false on `facts`; a name it reads that `facts` lacks (None: none given) is not
+        checked."""
+        expr = compile_expr(self.require)
+        if facts is None or not expr.names <= set(facts):
+            return False
+        return not expr.evaluate({k: bool(facts[k]) for k in expr.names})
+
+
 class LaunchSpec(BaseModel):
     """The engine's command: argv entries in order, documents, and whether each node runs its own command
     (`per_node`) or one launcher on the head starts every rank (MPI); `disagg`: what a pool worker adds."""
@@ -332,6 +368,12 @@ class LaunchSpec(BaseModel):
     # name; a format with no engine at all): given, such a format is a note saying so; empty, it is refused (the
     # engine's runtime choice, which the command could not ask for)
     kv_dtype_elsewhere: str = ""
+    # KV-cache formats the command spells that the engine runs on some attention only (vLLM's int8 cache: its Triton
+    # backend alone, no MLA one): format -> the model and device flags that must hold, what runs it, and the
+    # source; a model or device outside it is refused in one line (kv_dtype_refusal)
+    kv_dtype_requires: dict[str, "FormatRequire"] = Field(default_factory=dict)
+    # the same for weight formats (vLLM's W4A8 linear kernels: CUDA only): weight_dtype_refusal
+    weight_dtype_requires: dict[str, "FormatRequire"] = Field(default_factory=dict)
     # How the engine serves a length past the model's config context with positions its RoPE scaling covers (the
     # config override that raises the factor), with its source: said in the launch's note beside the args that
     # read `past_context` (the engine's switch that allows a longer maximum model length)
@@ -366,12 +408,18 @@ class LaunchSpec(BaseModel):
         rules = [a.value for a in self.args if a.step_budget]
         return rules[0] if rules else None
 
-    def kv_dtype_refusal(self, kv_dtype: str | None, engine: str) -> str | None:
+    def kv_dtype_refusal(self, kv_dtype: str | None, engine: str,
+                         facts: Mapping[str, Any] | None = None) -> str | None:
         """Why the command cannot ask for KV-cache format `kv_dtype` (None: it can, none was chosen, or
-        `kv_dtype_elsewhere` says where it is set instead): no argument spells a KV format, or every one that
-        does maps other formats only."""
+        `kv_dtype_elsewhere` says where it is set instead): no argument spells a KV format, every one that
+        does maps other formats only, or the model's facts (`facts`: rule_env.model_facts, or a launch's names;
+        None: not checked) lie outside the attention the engine runs the format on (kv_dtype_requires)."""
         if kv_dtype is None or self.kv_dtype_elsewhere:
             return None
+        need = self.kv_dtype_requires.get(kv_dtype)
+        if need is not None and need.fails(facts):
+            return f"KV-cache dtype {kv_dtype}: {engine} runs it on {need.runs_on} only ({need.require} does not hold; " \
+                   f"{need.source})"
         uses = [a for a in (*self.args, *(self.disagg.args if self.disagg else ()))
                 if "kv_dtype" in _TEMPLATE.findall(a.text or "")]
         if not uses:
@@ -381,6 +429,16 @@ class LaunchSpec(BaseModel):
             return None
         return (f"{uses[0].knob or uses[0].flag} {kv_dtype}: {engine} has no spelling for it "
                 f"(it takes {', '.join(sorted(uses[0].map or ()))})")
+
+    def weight_dtype_refusal(self, weight_dtype: str | None, engine: str,
+                             facts: Mapping[str, Any] | None = None) -> str | None:
+        """Why the engine runs no kernel for weight format `weight_dtype` on this model and device
+        (weight_dtype_requires; `facts`: model and device flags, None or a flag missing: not checked)."""
+        need = self.weight_dtype_requires.get((weight_dtype or "").lower())
+        if need is None or not need.fails(facts):
+            return None
+        return f"weight dtype {weight_dtype}: {engine} runs it on {need.runs_on} only ({need.require} does not " \
+               f"hold; {need.source})"
 
     def bind(self, products: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
         """Read the profile's group names (tp_group_size, ...) in every expression as its products of knobs."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,14 @@ def _checkpoints() -> dict[str, dict[str, Any]]:
         for alias in [name, *entry.get("aliases", ())]:
             table[_norm(alias)] = entry
     return table
+
+
+@lru_cache(maxsize=1)
+def _file_notes() -> dict[str, str]:
+    """catalog file -> index.yaml's `notes` entry: what the file lacks that its name says (a format kept in a file
+    beside config.json that the catalog does not hold), said on every answer that reads it."""
+    data = load_yaml(catalog_dir("models") / "index.yaml") or {}
+    return {str(k): " ".join(str(v).split()) for k, v in (data.get("notes") or {}).items()}
 
 
 def list_models() -> list[tuple[str, list[str]]]:
@@ -203,7 +212,11 @@ def _load_cached(path: str, name: str, mtime: float, beside_mtime: float, quant:
     cfg = with_quant_config_beside(load_json(Path(path)), Path(path))
     if quant is not None:  # a catalog checkpoint's own formats over its config's (_checkpoints)
         cfg = {**cfg, "quantization_config": json.loads(quant)}
-    return parse_model_config(cfg, name, origin=path)
+    spec = parse_model_config(cfg, name, origin=path)
+    note = _file_notes().get(Path(path).name) if Path(path).parent == catalog_dir("models") else None
+    if note is None or "quantization_config" in cfg:  # a checkpoint's own formats answer what the note says
+        return spec
+    return replace(spec, warnings=(*spec.warnings, note))
 
 
 def load_model(arg: str, download: bool = False) -> ModelSpec:
