@@ -90,7 +90,8 @@ def formats_spelled(fw: Any, r: CommandReading, quantized: bool) -> dict[str, tu
     """The number formats the command itself sets, read back through the profile's own spelling of them (the launch
     args whose text is `{weight_dtype}` or `{kv_dtype}`, their `map` inverted): vLLM's `--kv-cache-dtype fp8`, SGLang's
     `fp8_e4m3`, TRT-LLM's kv_cache_config.dtype, a `--quantization fp8` that quantizes a 16-bit checkpoint at load.
-    A value naming a 16-bit format (`auto`, `bfloat16`) is the engine's default, the model dtype: not read. On a
+    A 16-bit value the engine takes as its default keyword (`auto`: the model dtype, or a checkpoint's own FP8 KV
+    scheme) is not read; one naming the format itself (`bfloat16`) is, as it overrides that scheme. On a
     quantized checkpoint (`quantized`) the weights are the checkpoint's, which no flag converts (emit's
     _prequantized), so a weight flag is not read. Each: (the format, as the command spells it)."""
     out: dict[str, tuple[str, str]] = {}
@@ -104,9 +105,19 @@ def formats_spelled(fw: Any, r: CommandReading, quantized: bool) -> dict[str, tu
         if given is None:
             continue
         keys = [k for k, v in (arg.map or {given: given}).items() if str(v) == str(given)]
-        if keys and number_format(keys[0], name).quantized:
+        if keys and (number_format(keys[0], name).quantized or _names_a_format(str(given))):
             out[name] = (keys[0], str(given))
     return out
+
+
+def _names_a_format(value: str) -> bool:
+    """Whether a command's dtype value names a number format itself (`bfloat16`, `fp8_e4m3`), not an engine's
+    keyword for its default (`auto`)."""
+    try:
+        number_format(value)
+    except InputError:
+        return False
+    return True
 
 
 def command_deployment(command: str, hardware: str, cards: int | None = None, framework: str | None = None,

@@ -32,7 +32,7 @@ from solver.estimate.disagg import (DisaggEstimate, DisaggWorkload, burst_blend,
 from solver.estimate.memory_options import MemoryOptions
 from solver.estimate.workload import DEFAULT_BENCHMARK_WAVES
 from solver.plan import points
-from solver.plan.disagg_pools import active_group, pool_fronts, worker_sizes
+from solver.plan.disagg_pools import active_group, cards_for, pool_fronts, worker_sizes
 from solver.plan.solve import Planned
 from solver.specs.disagg_fitted import burst_share
 from solver.specs.framework import FrameworkProfile
@@ -200,7 +200,7 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
     if not diagnose and not pairs:
         raise InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}")
     if not pairs and fixed.given:
-        raise fixed_unplaceable(fixed, fronts, cards)
+        raise fixed_unplaceable(fixed, fronts, cards, hw, model)
     if not pairs:
         from solver.plan.disagg_remedies import no_pair, unpairable  # they import this module: imported where asked
 
@@ -299,21 +299,29 @@ class Workers(NamedTuple):
                 f"{self.decode if self.decode is not None else 'y'}D")
 
 
-def fixed_unplaceable(fixed: Workers, fronts: dict, cards: int) -> InfeasibleError:
-    """No pair at the user's worker counts: the fewest cards they take at the smallest feasible worker sizes,
-    or that no worker size of a pool is feasible at all."""
+def fixed_unplaceable(fixed: Workers, fronts: dict, cards: int, hw: Hardware, model: ModelSpec) -> InfeasibleError:
+    """No pair at the user's worker counts: the fewest cards they take at the smallest feasible worker sizes
+    (more than `cards`: the remedy), or, where those fit the cards, that none of the pairs at those counts pairs
+    or serves the load (more cards are then no remedy), or that no worker size of a pool is feasible at all."""
     wp = min(fronts["prefill"], default=None)
     wd = min(fronts["decode"], default=None)
     if wp is None or wd is None:
         return InfeasibleError(f"no disaggregated deployment at {fixed.label()}: no "
                                f"{'prefill' if wp is None else 'decode'} worker size is feasible on {cards} cards",
                                ["B.cards"])
-    need = (fixed.prefill or 1) * wp + (fixed.decode or 1) * wd
-    return InfeasibleError(f"no disaggregated deployment at {fixed.label()} within {cards} cards: the smallest "
-                           f"feasible workers are {wp} ranks (prefill) and {wd} (decode), so {fixed.label()} takes "
-                           f"{need} cards at least (or none of its pairs could be paired or met the load)",
-                           ["B.cards"], remedies(Remedy(f"--cards {need}, or fewer workers",
-                                                                  (Change("--cards", need),))))
+    least = (fixed.prefill or 1) * wp + (fixed.decode or 1) * wd
+    smallest = f"the smallest feasible workers are {wp} ranks (prefill) and {wd} (decode)"
+    if least <= cards:
+        return InfeasibleError(f"no disaggregated deployment at {fixed.label()} on {cards} cards: {smallest}, "
+                               f"{least} cards at {fixed.label()}, but none of its pairs pairs or serves the load "
+                               "(a --concurrency / --max-concurrency the decode workers' batches do not share, or "
+                               "pools the KV transfer cannot pair)", ["B.cards"],
+                               remedies("other worker counts, or --prefill-workers / --decode-workers left to the "
+                                        "rate match"))
+    need = cards_for(model, hw, wp, wd, least)  # both sizes worker sizes of the cards (disagg_pools.worker_sizes)
+    return InfeasibleError(f"no disaggregated deployment at {fixed.label()} within {cards} cards: {smallest}, so "
+                           f"{fixed.label()} takes {need} cards at least", ["B.cards"],
+                           remedies(Remedy(f"--cards {need}, or fewer workers", (Change("--cards", need),))))
 
 
 def _pairs(scenario: Scenario, fronts: dict, cards: int, fw: FrameworkProfile | None = None,

@@ -11,7 +11,7 @@ from solver.plan.disagg import MAX_EVALUATED, _Pair, _concurrency, _pairs, sla_m
 from solver.plan.disagg_pools import cards_for, phase_framework, phase_scenario
 from solver.plan.disagg_floor import PrefillScreen
 from solver.plan.diagnosis import SLA_FLAGS, memory_terms, relax_slas
-from solver.plan.memory_remedies import (across_nodes, backed_off, first_that_plans, inside_node,
+from solver.plan.memory_remedies import (SLA_SCENARIO, across_nodes, backed_off, first_that_plans, inside_node,
                                          longest_isl_screened, memory_question, might_fit, quick_params, sla_aside,
                                          sla_changes_aside, smaller_weights)
 from solver.specs.launch_spec import POOL_NAMES, pool_role
@@ -94,7 +94,7 @@ def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, In
         bigger = _fewest_cards(job, scenario, fronts)
         # a looser SLA: how far, as the SLAs' floors at this concurrency (none where no deployment fits without
         # them: then looser SLAs are no remedy)
-        given = [b for b, f in _SLA_FIELDS.items() if getattr(scenario, f) is not None]
+        given = [b for b, f in SLA_SCENARIO.items() if getattr(scenario, f) is not None]
         looser = None if bigger else _sla_floor(job, scenario, given)
         more = (Remedy(f"{bigger[0]} cards ({bigger[1]} prefill worker(s) of {bigger[2]} ranks and {bigger[3]} "
                        f"decode worker(s) of {bigger[4]})", (Change("--cards", bigger[0]),)) if bigger else
@@ -208,18 +208,15 @@ def _plans(job: "_Job", scenario: Scenario) -> bool:
     return True
 
 
-_SLA_FIELDS = {"SLA.ttft": "ttft_ms", "SLA.tpot": "tpot_ms"}
-
-
 def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> Remedy | None:
     """Relax the binding SLAs, and how far: the lowest value of each one's figure over the deployments evaluated
     with those SLAs set aside (pools planned without them, pairs taken in order of the figure's estimate without
     queueing), so the floor is the same whatever value of the SLA was given. None when no SLA binds, or when no
     deployment evaluated fits with them set aside (memory binds too: relaxing them alone is no remedy)."""
-    slas = [b for b in binding if b in _SLA_FIELDS]
+    slas = [b for b in binding if b in SLA_SCENARIO]
     if not slas:
         return None
-    relaxed = scenario.model_copy(update={_SLA_FIELDS[b]: None for b in slas})
+    relaxed = scenario.model_copy(update={SLA_SCENARIO[b]: None for b in slas})
     # a TTFT floor alone reads the pairs of lowest TTFT estimate: the prefill steps whose points all lie past them
     # are not planned (disagg_floor); a TPOT floor reads every prefill point's pairs
     screen = PrefillScreen(job, relaxed) if slas == ["SLA.ttft"] else None

@@ -372,13 +372,14 @@ def rules_leaving_no_layout(model: ModelSpec, hw: Hardware, fw: FrameworkProfile
 # a binding SLA family -> (its flag, the figure's attribute on Figures and estimates, the figure's name)
 SLA_FLAGS = {"SLA.ttft": ("--ttft-ms", "ttft_s", "TTFT"), "SLA.tpot": ("--tpot-ms", "tpot_s", "TPOT")}
 SLA_FIELDS = tuple(f for f, _, _ in SLA_FLAGS.values())  # the SLA flags, as a remedy sets them aside
+SLA_SCENARIO = {"SLA.ttft": "ttft_ms", "SLA.tpot": "tpot_ms"}  # a binding SLA family -> its Scenario field
 
 
 def sla_changes_aside(scenario: Scenario) -> tuple[Change, ...]:
     """The changes that set the scenario's SLAs aside (a remedy checked without them, which sla_aside says in
     words): each given SLA flag removed."""
-    given = {"--ttft-ms": scenario.ttft_ms, "--tpot-ms": scenario.tpot_ms}
-    return tuple(Change(f, None) for f in SLA_FIELDS if given[f] is not None)
+    return tuple(Change(SLA_FLAGS[b][0], None) for b, field in SLA_SCENARIO.items()
+                 if getattr(scenario, field) is not None)
 
 
 def sla_aside(scenario: Scenario, text: str) -> str:
