@@ -103,7 +103,6 @@ def _wide_ep_instance(batches: tuple[int, ...], kind: str):
     return m, h, fw, prec, f, sc, build_tables(m, h, prec, f, fw, space, sc)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["throughput", "latency"])
 def test_the_planner_front_is_the_exhaustive_one_where_the_views_split_by_budget(kind: str) -> None:
     """Where some MoE choices of a layout run the EP kernels and some do not, the layout's two views (Tables.layouts)
@@ -123,3 +122,22 @@ def test_the_planner_front_is_the_exhaustive_one_where_the_views_split_by_budget
                                        for e in range(len(t.choices["embed"])) if t.choices["embed"][e][0] == 1
                                        for e2 in range(len(t.choices["lmhead"])) if t.choices["lmhead"][e2][0] == 1)]
     assert configs_match_the_estimate(m, h, prec, f, sc, t, wide) > 0
+
+
+def test_split_views_under_pp_give_the_full_estimates_figures_and_memory() -> None:
+    """DeepSeek-V3.2 on 32 H100 under vLLM: with 2 stages a stage's 16 ranks still span nodes, so layouts of PP2
+    split by budget too; every split view's configurations (dense, embed, LM head at TP 1) give the full estimate's
+    figures and memory, stage by stage."""
+    m, _, fw = _vllm()
+    h = load_hardware("h100_sxm")
+    prec, f = resolve_precision(m, h), factors_for(h, fw.efficiency_for(h))
+    sc = Scenario(isl=4096, osl=128, max_concurrency=256)
+    space = build_space(m, h, fw, 32, sc)
+    t = build_tables(m, h, prec, f, fw, replace(space, domains={**space.domains, "pp_size": (2,)}, batches=(64, 256)), sc)
+    split = [k for k in t.layouts() if t.moe_in(k) is not None]
+    assert split and all(k[4] == 2 for k in split)
+    configs = []
+    for key in split:
+        ones = {g: next(j for j, c in enumerate(t.choices[g]) if c[0] == 1) for g in ("dense", "embed", "lmhead")}
+        configs += [(b, {"attn": t.layouts()[key][0], "moe": j, **ones}) for j in sorted(t.moe_in(key)) for b in (64, 256)]
+    assert configs_match_the_estimate(m, h, prec, f, sc, t, configs) > 0
