@@ -266,7 +266,7 @@ def step_default(ep: EpKernels | None, default: int, moe: bool, pc: "ParallelCon
     kernels' `token_budget` where they hold at `pc` on the launched device `hw` (a model with routed experts, not
     a prefill-only worker, whose command runs the throughput kernels), the scheduler's `default` otherwise. The
     one reading of it: the launch (emit), the step the estimate prices (figures.step_plan), the memory
-    (memory.memory_per_rank's options, buffers.dispatch_tokens) and the planner's views (Tables.kernels_bit)."""
+    (memory.memory_per_rank's options, buffers.dispatch_tokens) and the planner's views (Tables.layouts)."""
     if ep is None or ep.token_budget is None or not moe or prefill_worker:
         return default
     return ep.token_budget if ep_kernels_hold(ep.when, pc, hw) else default
