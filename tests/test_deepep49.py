@@ -46,9 +46,10 @@ def test_sglang_buffer_follows_the_launchs_raised_dispatch_tokens():
 
 def test_vllm_deepep_low_latency_sizes_its_buffer_by_the_commands_step_budget():
     """vLLM's deepep_low_latency: 1 GiB NVLink buffer + the low-latency buffer at --max-num-batched-tokens, which
-    the command sets to the H200's 8,192: 8,192 / 128 = 64 times the 128-token buffer's send and receive."""
+    the command sets to the engine's own 256 there (EpKernels.token_budget; 64 requests an engine need no more):
+    256 / 128 = 2 times the 128-token buffer's send and receive."""
     model, hw, pc, opts = _ds_ep16("vllm")
-    want = 2**30 + 2 * (64 * 2 * 470_286_336 + 1_024)
+    want = 2**30 + 2 * (2 * 2 * 470_286_336 + 1_024)
     assert a2a_buffer_bytes(model, hw, pc, opts, 64) == want
 
 

@@ -39,12 +39,13 @@ def test_vllm_data_parallel_across_nodes_serves_on_the_head_and_runs_headless_en
     data_parallel_rank) and it runs --headless (entrypoints/cli/serve.py:69-76: no API server; :235-256 starts
     the 8 engines and handshakes with the head's --data-parallel-address:--data-parallel-rpc-port). The head takes
     no start rank: the API servers run there only. --max-num-seqs is one DP engine's share, 64 / 16 = 4. The
-    routed experts span 16 ranks, past a node's 8: the DeepEP low-latency exchange (vllm.yaml ep_kernels)."""
+    routed experts span 16 ranks, past a node's 8: the DeepEP low-latency exchange (vllm.yaml ep_kernels), whose
+    batched-DP step budget is the engine's own 256 (ep_kernels.token_budget)."""
     argv = _argvs(_launch("vllm", "deepseek-v3", "h200_sxm", 16, _tp(1, moe_tp=1)))
     common = ["vllm", "serve", "${MODEL_PATH}", "--trust-remote-code", "--data-parallel-size", "16",
               "--enable-expert-parallel", "--all2all-backend", "deepep_low_latency", "--data-parallel-size-local", "8"]
     dp = ["--data-parallel-address", "${HEAD_NODE_ADDR}", "--data-parallel-rpc-port", "13345"]
-    tail = ["--max-num-seqs", "4", "--max-num-batched-tokens", "8192", "--max-model-len", "4352",
+    tail = ["--max-num-seqs", "4", "--max-num-batched-tokens", "256", "--max-model-len", "4352",
             "--gpu-memory-utilization", "0.95"]
     assert argv == [common + dp + tail,
                     common + ["--data-parallel-start-rank", "8"] + dp + ["--headless"] + tail]

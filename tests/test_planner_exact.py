@@ -250,7 +250,7 @@ def _exhaustive_front(m, h, f, prec, fac, sc, t, world):
             if [x for x in full_estimate_misses(e, sc) if x.startswith("SLA")]:
                 continue
             lat = sc.request_latency(e.ttft_s, e.tpot_s)
-            served = t.view(b, t.layout_key(t.choices["attn"][picks["attn"]]), full=False).plan.served
+            served = t.view(b, t.key_of(picks), full=False).plan.served
             inv = world / e.output_tokens_per_s
             key = (b, served)
             if key not in best or lat < best[key][0] * (1 - 1e-9):

@@ -32,7 +32,7 @@ from solver.estimate.serving import (
 )
 from solver.estimate.factors import Factors
 from solver.estimate.step import StepCost
-from solver.estimate.workload import prompt_draft_passes
+from solver.estimate.workload import config_budget, prompt_draft_passes
 from solver.measured import Case, case_from_row, factors
 from solver.specs.fitted import apply_fitted, fitted_factors
 
@@ -193,7 +193,8 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
     framework_f = factors(case)
     synced = synced_ranks(case.model, case.pc)
     wl = replace(case.workload, token_budget=token_budget(
-        case.workload, framework_f, synced, math.ceil(case.workload.concurrency / case.pc.attn_replicas)))
+        case.workload, framework_f, synced, math.ceil(case.workload.concurrency / case.pc.attn_replicas),
+        config_budget(case.model, case.hw, case.pc, framework_f)))
     case = replace(case, workload=wl)
     # the sequences a replica holds under the memory options estimate() sizes them with (the engine's layout,
     # this prompt's activations): without them row 137 held 298 where estimate holds 294 (TTFT 1.6% apart)

@@ -5,7 +5,7 @@ import math
 
 from solver.estimate.activations import prefill_chunk
 from solver.estimate.closed_loop import synced_ranks
-from solver.estimate.memory_options import MemoryOptions
+from solver.estimate.memory_options import MemoryOptions, config_options
 from solver.estimate.stage_ranks import launched_device
 from solver.specs.expr import compile_expr
 from solver.specs.hardware import Hardware
@@ -73,7 +73,8 @@ def low_latency_rdma_bytes(tokens: int, hidden: int, experts: int) -> int:
 
 def dispatch_tokens(opts: MemoryOptions, seqs: float) -> int:
     """num_max_dispatch_tokens_per_rank the engine's command gives its low-latency buffer (the profile's
-    ep_kernels.buffers.dispatch_tokens) for an attention replica holding `seqs` sequences; 0 where none."""
+    ep_kernels.buffers.dispatch_tokens) for an attention replica holding `seqs` sequences; 0 where none. `opts`
+    at the configuration's default budget (memory_options.config_options)."""
     ep = opts.ep_kernels
     if ep is None or ep.buffers is None or ep.buffers.dispatch_tokens is None:
         return 0
@@ -93,6 +94,6 @@ def a2a_buffer_bytes(model: ModelSpec, hw: Hardware, pc: ParallelConfig, opts: M
         return 0.0
     if not ep_kernels_hold(ep.when, pc, launched_device(hw)):
         return 0.0
-    tokens = dispatch_tokens(opts, seqs)
+    tokens = dispatch_tokens(config_options(opts, model, pc, hw), seqs)
     ll = low_latency_rdma_bytes(tokens, model.hidden_size, pc.expert_slots(model.num_experts)) if tokens else 0
     return float(ep.buffers.fixed_bytes + ll)

@@ -74,10 +74,11 @@ class Figures:
 
 
 def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
-              kv_capacity_per_replica: float = math.inf) -> StepPlan:
+              kv_capacity_per_replica: float = math.inf, default_budget: int | None = None) -> StepPlan:
     """The steps `pc` runs at `wl`. `kv_capacity_per_replica`: sequences one replica's memory holds (serving:
     fewer than C_r makes requests wait for a slot); the planner passes the default, having required room for
-    C_r sequences on every replica."""
+    C_r sequences on every replica. `default_budget`: the configuration's default tokens per step
+    (profile_serving.step_default, which reads the device; None: the scheduler's)."""
     replicas = pc.attn_replicas
     mtp_layers = wl.mtp if model.num_mtp_layers else 0
     if wl.kind == "prefill":
@@ -100,7 +101,7 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
                         dec_eager=eager, graph_batch=padded, dec_layers=step_layers(model, pc, "decode", seqs, mtp_layers))
     synced = synced_ranks(model, pc)
     # the command gives one engine instance its share of the concurrency (launch_spec.REPLICA_BATCH)
-    wl = replace(wl, token_budget=token_budget(wl, f, synced, math.ceil(wl.concurrency / replicas)),
+    wl = replace(wl, token_budget=token_budget(wl, f, synced, math.ceil(wl.concurrency / replicas), default_budget),
                  request_overhead_s=request_overhead(wl, f))
     cap = kv_capacity_per_replica if math.isfinite(kv_capacity_per_replica) else float(wl.concurrency)
     sizes = graph_sizes_at(f, pc, model.num_experts, math.ceil(wl.concurrency / replicas), mtp_layers)

@@ -12,7 +12,7 @@ from typing import Callable
 
 from solver.estimate.activations import activation_peak
 from solver.estimate.buffers import a2a_buffer_bytes, comm_buffers_per_rank, staging_tokens
-from solver.estimate.memory_options import MemoryOptions, device_options, memory_limit
+from solver.estimate.memory_options import MemoryOptions, config_options, device_options, memory_limit
 from solver.estimate.params import count_params
 from solver.estimate.request_state import cache_per_rank, state_per_rank
 from solver.estimate.weights import weights_per_rank
@@ -112,7 +112,8 @@ def memory_per_rank(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Pr
                     seq_len: int, opts: MemoryOptions | None = None, mtp_layers: int | None = None) -> MemoryReport:
     """Per-rank memory for `batch` concurrent sequences holding `seq_len` tokens of context each. Under
     pipeline parallel: the largest stage's (stage_memory)."""
-    opts = drafting_options(device_options(opts or MemoryOptions(), hw), model, mtp_layers)
+    opts = config_options(drafting_options(device_options(opts or MemoryOptions(), hw), model, mtp_layers), model,
+                          pc, hw)
     if pc.pp_size > 1:
         return max(stage_memory(model, hw, pc, prec, batch, seq_len, opts, mtp_layers), key=lambda r: r.total)
     report = count_params(model)

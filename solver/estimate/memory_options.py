@@ -12,8 +12,11 @@ from dataclasses import dataclass, replace
 from solver.estimate.factors import Factors
 from solver.estimate.request_state import CacheLayout, block_fields, hybrid_fields
 from solver.specs.framework import FrameworkProfile, HybridStateLayout, IndexerDecodeBound, KVBlocks
-from solver.specs.profile_serving import EpKernels
+from solver.estimate.stage_ranks import launched_device
+from solver.specs.profile_serving import EpKernels, step_default
 from solver.specs.hardware import Hardware
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig
 from solver.specs.rule_env import true_device_flags
 from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET, command_budget
 
@@ -156,6 +159,13 @@ def _with_layout(opts: MemoryOptions | None, src: Factors | FrameworkProfile) ->
     if all(getattr(opts, k) == v for k, v in layout.items()):
         return opts
     return replace(opts, **layout)
+
+
+def config_options(opts: MemoryOptions, model: ModelSpec, pc: ParallelConfig, hw: Hardware) -> MemoryOptions:
+    """`opts` with configuration `pc`'s default tokens per step on `hw` (profile_serving.step_default: the EP
+    kernels' where they hold), which chunk_tokens and the EP buffers read: memory_per_rank's options."""
+    budget = step_default(opts.ep_kernels, opts.token_budget, model.is_moe, pc, launched_device(hw))
+    return opts if budget == opts.token_budget else replace(opts, token_budget=budget)
 
 
 def device_options(opts: MemoryOptions, hw: Hardware) -> MemoryOptions:

@@ -38,6 +38,7 @@ from solver.estimate.memory_options import MemoryOptions, engine_options, worklo
 from solver.estimate.params import count_params
 from solver.estimate.step import StepCost, step_cost
 from solver.estimate.workload import (
+    config_budget,
     DEFAULT_BENCHMARK_WAVES,
     DEFAULT_REQUEST_OVERHEAD_S,
     Workload,
@@ -156,7 +157,7 @@ def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
     memory = memory_per_rank(model, hw, pc, prec, wl.sequences, wl.context_len, mem_opts, mtp_layers=wl.mtp)
     cap = (kv_capacity_per_replica(model, hw, pc, prec, wl.context_len, mem_opts, wl.mtp)
            if wl.kind == "serving" else math.inf)
-    sp = step_plan(model, pc, f, wl, cap)
+    sp = step_plan(model, pc, f, wl, cap, config_budget(model, hw, pc, f))
     pre = (step_cost(model, hw, pc, prec, f, sp.pre_work, mtp_layers=sp.pre_mtp_layers)
            if sp.pre_work is not None else None)
     dec = (step_cost(model, hw, pc, prec, f, sp.dec_work, mtp_layers=sp.mtp_layers)

@@ -10,7 +10,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from solver.estimate.compute import Factors
-from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET, command_budget
+from solver.estimate.stage_ranks import launched_device
+from solver.specs.hardware import Hardware
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig
+from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET, command_budget, step_default
 from solver.specs.scenario import DEFAULT_MTP_ACCEPT, Scenario
 
 # Requests a benchmark run sends, in multiples of the concurrency (num_prompts = k x concurrency). The CSV does not
@@ -142,21 +146,29 @@ def request_overhead(wl: Workload, f: Factors) -> float:
     return f.request_overhead_s if f.request_overhead_s is not None else DEFAULT_REQUEST_OVERHEAD_S
 
 
-def token_budget(wl: Workload, f: Factors, synced: int, replica_batch: int = 1) -> int:
+def token_budget(wl: Workload, f: Factors, synced: int, replica_batch: int = 1, default: int | None = None) -> int:
     """Tokens per forward step of one attention replica: the workload's budget, else the budget the framework's
     command sets (`Factors.token_budget_rule`, the profile's step_budget launch argument, over its default
     `token_budget`, the `replica_batch` requests the command gives one engine instance and the MTP depth), else its
     default (`Factors.token_budget`, from its profile), else DEFAULT_TOKEN_BUDGET; divided among the `synced`
     attention-DP ranks of one engine (closed_loop.synced_ranks: a MoE model's DP attention) where the framework
     does so (its scheduler's budget_split_by_attention_dp). A dense model's replicas are engines of their own,
-    each with the whole budget."""
+    each with the whole budget. `default`: the configuration's default (profile_serving.step_default: the EP
+    kernels' where they hold), None: the scheduler's."""
     if wl.token_budget is not None:
         budget = wl.token_budget
     else:
-        budget = command_budget(f.token_budget or DEFAULT_TOKEN_BUDGET, f.token_budget_rule, replica_batch, wl.mtp)
+        budget = command_budget(default or f.token_budget or DEFAULT_TOKEN_BUDGET, f.token_budget_rule, replica_batch,
+                                wl.mtp)
     if f.budget_split_by_attention_dp and synced > 1:
         budget = budget // synced
     return max(1, budget)
+
+
+def config_budget(model: ModelSpec, hw: Hardware, pc: ParallelConfig, f: Factors) -> int:
+    """The default tokens per step of configuration `pc` on `hw` (profile_serving.step_default over the engine's
+    factors): what token_budget's `default` is for a co-located engine's step."""
+    return step_default(f.ep_kernels, f.token_budget or DEFAULT_TOKEN_BUDGET, model.is_moe, pc, launched_device(hw))
 
 
 def prompt_draft_passes(draft_passes: int) -> int:

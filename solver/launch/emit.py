@@ -26,7 +26,7 @@ from solver.specs.context import derived_context
 from solver.specs.dtypes import number_format
 from solver.specs.framework import FrameworkProfile
 from solver.specs.profile_rules import KNOB_NAMES
-from solver.specs.profile_serving import ep_kernels_hold, graph_cap_at, graph_cap_env
+from solver.specs.profile_serving import ep_kernels_hold, graph_cap_at, graph_cap_env, step_default
 from solver.specs.knobs import DERIVED_NAMES, SETTINGS
 from solver.specs.rule_env import device_facts, device_flags, model_env, unstated_platform_note
 from solver.specs.hardware import Hardware
@@ -438,7 +438,9 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         "replica_batch": int(compile_expr(REPLICA_BATCH, fw.group_products).evaluate(env)),
         "graph_cap": graph_cap_at(fw.serving.graph_max_batch, graph_cap_env(
             pc, hw.memory_gib, device_flags(hw.platform, hw.capability), model.num_experts)) or 0,
-        "token_budget": step_budget(fw, fw.token_budget_on(hw), inputs.prefill_tokens, synced_ranks(model, pc)),
+        "token_budget": step_budget(fw, step_default(fw.serving.ep_kernels, fw.token_budget_on(hw), model.is_moe, pc,
+                                                     hw, role == "prefill"),
+                                    inputs.prefill_tokens, synced_ranks(model, pc)),
         "prefill_tokens": inputs.prefill_tokens,
         # one format for every linear layer: a quantization flag names one method, so a mixed checkpoint (its
         # routed experts in another format) carries its own and the flag is left out (the notes say so)

@@ -117,7 +117,7 @@ class Planner(LayoutBounds, DominanceSearch):
     def point(self, b: int, picks: dict[str, int], lat_s: float, fig: Figures) -> Point:
         """A configuration at concurrency b as the front holds it, from its exact figures."""
         inv = self.t.world / max(fig.output_tokens_per_s, 1e-300)
-        served = self.t.step_plan_of(b, self.t.layout_key(self.t.choices["attn"][picks["attn"]])).served
+        served = self.t.step_plan_of(b, self.t.key_of(picks)).served
         # a Python integer compared in Python only (no CP-SAT coefficient: those are the step times, bounded by
         # MAX_STEP_S), so a queue of days behind too few slots is a latency to report, not an input out of range
         return Point(tuple(sorted(picks.items(), key=lambda kv: list(GROUPS).index(kv[0]))), b,
@@ -285,7 +285,7 @@ class Planner(LayoutBounds, DominanceSearch):
         where the search would not accept them: a choice the layout does not take beside it, another number of
         sequences in flight than `served`, then each family not `relaxed` (the memory cap, the framework's
         rules, the SLAs) and, with none relaxed, the full estimate's check (verify)."""
-        vc = self.t.view(b, self.t.layout_key(self.t.choices["attn"][picks["attn"]]))
+        vc = self.t.view(b, self.t.key_of(picks))
         if served is not None and vc.plan.served != served:
             return None
         if any(g != "attn" and j not in vc.other[g] for g, j in picks.items()):

@@ -48,7 +48,7 @@ def combinations(t: Tables) -> int:
 def _steps(t: Tables, b: int, picks: dict[str, int]) -> tuple[tuple, float, float]:
     """(layout, Pe, Te): the steps as the engine runs them, less the per-sequence cost (what the figures read)."""
     vc, pre, dec = t.sums(b, picks)
-    return (t.layout_key(t.choices["attn"][picks["attn"]]), *vc.step_times(pre, dec, t.f))
+    return (t.key_of(picks), *vc.step_times(pre, dec, t.f))
 
 
 def enumerate_points(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile,

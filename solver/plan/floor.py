@@ -83,7 +83,9 @@ class GroupFloors:
 
     def __init__(self, t: Tables):
         self.t = t
-        self.on = floors_apply(t.f)
+        # a view split by its step budget keeps a part of the MoE choices (Tables.moe_in): a table of another
+        # view's may lack a choice this one has, so no floors there
+        self.on = floors_apply(t.f) and not t.kernel_budgets
         self._src: dict[tuple, dict[Reads, dict[int, Share | None]]] = {}
         self._noted: dict[int, dict] = {}  # id -> table (kept alive: ids stay unique)
         self._memo: dict[tuple, tuple[dict, tuple | None]] = {}  # (id(source step), kept) -> minima

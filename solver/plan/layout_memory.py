@@ -7,7 +7,7 @@ every replica holds are held_sequences'.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from solver.estimate.activations import activation_peak_of
@@ -86,8 +86,9 @@ class LayoutMemory:
             return hit
         rep = self._layout_pc(key)
         held = held_sequences(b, rep)
-        if key[4] == 1:
-            out: ViewMemory = (self._stage_memory(key, None, held),)
+        if key[4] == 1:  # a view at another step budget than the entries' (Tables.layouts) sizes its own
+            own = self.view_budget(key) != (self.entry_budget or self.mem_opts.token_budget)
+            out: ViewMemory = (self._stage_memory(key, None, held, own_base=own),)
         else:
             from solver.estimate.pipeline import stages
 
@@ -95,20 +96,25 @@ class LayoutMemory:
         self._view_memory[(b, key)] = out
         return out
 
-    def _stage_memory(self, key: tuple[int, ...], st: "Stage | None", held: int) -> StageMemory:
+    def _stage_memory(self, key: tuple[int, ...], st: "Stage | None", held: int,
+                      own_base: bool = False) -> StageMemory:
         """One stage's terms with `held` sequences (`st` None: the single stage, whose additive part is the
-        tables' entries)."""
+        tables' entries unless `own_base`). A view split by its default step budget (Tables.layouts) sizes its
+        terms at that budget, with its MoE choices only (the tables' entries are at the least budget)."""
         model = self.model if st is None else st.model
         params = count_params(model)
         absent = frozenset() if st is None else st.absent_modules
         mtp = self.mtp_layers if st is None or st.last else 0
         seq_len, opts = self.scenario.max_seq_len, self.mem_opts
+        kept = self.moe_in(key)
+        if opts.token_budget != self.view_budget(key):
+            opts = replace(opts, token_budget=self.view_budget(key))
         seqs = held / self._layout_pc(key).attn_replicas
 
         def on_stage(pc: ParallelConfig) -> ParallelConfig:
             return pc if st is None else pc.stage()
 
-        base: dict[str, dict[int, float]] | None = None if st is None else {}
+        base: dict[str, dict[int, float]] | None = None if st is None and not own_base else {}
         attn_transient: dict[int, float] = {}
         comm_free = []
         for i in self.layouts()[key]:
@@ -126,7 +132,7 @@ class LayoutMemory:
         for g in ("dense", "moe", "embed", "lmhead"):
             owned = [k for k in GROUPS[g] if k != "pp_size"]
             for j, c in enumerate(self.choices[g]):
-                if c[-1] != pp:
+                if c[-1] != pp or (g == "moe" and kept is not None and j not in kept):
                     continue
                 pc = on_stage(self._layout_pc(key, **dict(zip(GROUPS[g][:-1], c[:-1]))))
                 if base is not None:
@@ -148,7 +154,7 @@ class LayoutMemory:
     def memory_of(self, b: int, picks: dict[str, int]) -> float:
         """Bytes per rank the memory model gives this configuration (the held sequences at the longest context,
         the largest stage's under PP; without the runtime reserve), from the tables and the layout's terms."""
-        key = self.layout_key(self.choices["attn"][picks["attn"]])
+        key = self.key_of(picks)
         out = 0.0
         for sm in self.view_memory(b, key):
             unowned = self.memory_limit_bytes - sm.limit

@@ -5,6 +5,7 @@ and their memory per rank at each concurrency; step costs are filled later, per 
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from typing import TypeVar
 
 from solver.estimate.compute import Factors
@@ -14,7 +15,7 @@ from solver.plan.groups import GROUPS, module_groups
 from solver.plan.layout_memory import held_of
 from solver.plan.memory_edge import memory_edge
 from solver.plan.memory_rows import PER_SEQUENCE_MEMORY, group_memory, unowned_weights
-from solver.plan.tables import Tables
+from solver.plan.tables import Tables, kernel_budgets
 from solver.space.domains import Space, pp_fits_domains, pp_fits_nodes, redundant_for
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
@@ -131,7 +132,16 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
     pcs = {(g, i): ParallelConfig(world_size=W, **dict(zip(GROUPS[g], values)))
            for g, opts in choices.items() for i, values in enumerate(opts)}
     # what does not grow with the sequences held (weights, the attention groups' buffers): once per choice
-    fixed = {(g, i): group_memory(g, model, pc, prec, mem_opts, params, groups, 0, scenario.max_seq_len,
+    # where the EP kernels set their own step budget beside some choices the views split by it (Tables.layouts)
+    # and size their memory at theirs (layout_memory): the entries, which the planner's bounds and screens read,
+    # at the least one
+    entry_opts = mem_opts
+    if kernel_budgets(f, model):
+        probe = Tables(W, choices, (), {}, 0.0, 0.0, 0, model, hw, prec, f, scenario, {}, mem_opts)
+        least = min(probe.view_budget(k) for k in probe.layouts()) if choices["attn"] else mem_opts.token_budget
+        if least != mem_opts.token_budget:
+            entry_opts = replace(mem_opts, token_budget=least)
+    fixed = {(g, i): group_memory(g, model, pc, prec, entry_opts, params, groups, 0, scenario.max_seq_len,
                                   mtp_layers, part="fixed") for (g, i), pc in pcs.items()}
     # what grows with the sequences held, per (choice, sequences held): under attention DP a small concurrency
     # still holds one sequence per replica, so several concurrencies ask for the same figure. An attention
@@ -152,7 +162,7 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
             held = held_of(b, replicas) if g == "attn" else b
             grow = per_held.get((gk, held))
             if grow is None:
-                grow = per_held[(gk, held)] = group_memory(g, model, pc, prec, mem_opts, params, groups, held,
+                grow = per_held[(gk, held)] = group_memory(g, model, pc, prec, entry_opts, params, groups, held,
                                                            scenario.max_seq_len, mtp_layers, part="batch")
             mem[(g, i)] = fixed[(g, i)] + grow
         return mem
@@ -171,7 +181,7 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
         batches.append(b)
         memory.update({(b, g, i): m for (g, i), m in mem.items()})
     tables = Tables(W, choices, tuple(batches), memory, const_mem, limit, scenario.latency_terms[2],
-                    model, hw, prec, f, scenario, groups, mem_opts, mtp_layers, memory_at)
+                    model, hw, prec, f, scenario, groups, mem_opts, mtp_layers, memory_at, entry_budget=entry_opts.token_budget)
     if failing is None or not batches or scenario.concurrency is not None or scenario.phase != "serving":
         # a fixed concurrency, a prefill-only or decode-only plan keep their batches (a disaggregated decode
         # pool's buckets are the intervals between the powers, plan.disagg); the others try the memory edge too
@@ -190,7 +200,7 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
     # fresh tables: the bisection's probes leave rows and layout memory behind at concurrencies not planned
     memory = {k: m for k, m in tables.memory.items() if k[0] in batches or k[0] == edge}
     return Tables(W, choices, (*batches, edge), memory, const_mem, limit, scenario.latency_terms[2],
-                  model, hw, prec, f, scenario, groups, mem_opts, mtp_layers, memory_at)
+                  model, hw, prec, f, scenario, groups, mem_opts, mtp_layers, memory_at, entry_budget=entry_opts.token_budget)
 
 
 def _one_of(x: T) -> T:

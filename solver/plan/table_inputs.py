@@ -44,7 +44,7 @@ class TableInputs:
             pc = self._rep_pcs.get(key)
             if pc is not None:
                 return pc
-        tp, cp, kvp, sp, pp = key
+        tp, cp, kvp, sp, pp = key[:5]  # a view split by its step budget (Tables.layouts) appends it
         pc = self._pc({"attn_tp_size": tp, "cp_size": cp, "kvp_size": kvp, "attn_sp_size": sp, "pp_size": pp,
                        **more})
         if not more:
@@ -116,10 +116,13 @@ class TableInputs:
             # step_plan reads of a config only its world, stage count and attention replicas
             # (tests/test_step_plan_shape.py): layouts equal there share one plan (3,386 step plans -> 429 at
             # generic W=128)
-            shape = (b, rep.pp_size, rep.attn_replicas)
+            # a view split by its default step budget (Tables.layouts) plans its steps at that budget
+            budget = key[5] if len(key) > 5 else None
+            shape = (b, rep.pp_size, rep.attn_replicas, budget)
             sp = self._shapes.get(shape)
             if sp is None:
-                sp = step_plan(self.model, rep, self.f, Workload.for_scenario(self.scenario, b))
+                sp = step_plan(self.model, rep, self.f, Workload.for_scenario(self.scenario, b),
+                               default_budget=budget)
                 pre, dec = self._work(sp.pre_work), self._work(sp.dec_work)
                 if pre is not sp.pre_work or dec is not sp.dec_work:  # the same values, the tables' objects
                     sp = replace(sp, pre_work=pre, dec_work=dec)
@@ -141,6 +144,7 @@ class TableInputs:
         under CP, or under SP whose ranks repeat the batch (Factors.sp_decode_repeats_batch), is first put in its
         decode layout (step_parts.decode_layout), except under PP, where each stage's microbatch is laid out by
         itself."""
+        key = key[:5]  # the other groups read no step budget but through the works
         tp, cp, kvp, sp, pp = key
         relaid = cp > 1 or (sp > 1 and self.f.sp_decode_repeats_batch)
         if w is not None and w.phase == "decode" and relaid:

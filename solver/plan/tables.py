@@ -24,6 +24,7 @@ from typing import Callable
 from solver.estimate.compute import Factors, Work
 from solver.estimate.figures import Figures, StepPlan, figures
 from solver.estimate.memory_options import MemoryOptions
+from solver.estimate.stage_ranks import launched_device
 from solver.plan.group_cost import NONE, Pipeline, Share
 from solver.plan.groups import FILL_ORDER, GROUPS
 from solver.plan.layout_memory import LayoutMemory, ViewMemory
@@ -33,6 +34,7 @@ from solver.specs.knobs import SETTING_GROUP
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
+from solver.specs.profile_serving import step_default
 from solver.specs.scenario import Scenario
 
 
@@ -92,7 +94,7 @@ class Tables(TableInputs, LayoutMemory):
     _layouts: dict[tuple[int, ...], list[int]] | None = None
     _pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
     _plans: dict[tuple[int, tuple], StepPlan] = field(default_factory=dict)  # (b, layout) -> its step plan
-    _shapes: dict[tuple[int, int, int], StepPlan] = field(default_factory=dict)  # (b, pp, replicas) -> one plan
+    _shapes: dict[tuple, StepPlan] = field(default_factory=dict)  # (b, pp, replicas, budget) -> one plan
     _attn_pcs: dict[int, ParallelConfig] = field(default_factory=dict)
     _group_pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
     _rep_pcs: dict[tuple[int, ...], ParallelConfig] = field(default_factory=dict)  # _layout_pc of a layout alone
@@ -108,6 +110,13 @@ class Tables(TableInputs, LayoutMemory):
     # one Work object per value among the works the tables cost (step_plan_of, outside), kept for the tables'
     # life: the memos below key a work by its id (hashing a Work's six fields cost a lookup's time again)
     _works: dict[Work, Work] = field(default_factory=dict)
+    # where the engine's EP kernels set their own step budget (kernel_budgets): (layout, MoE choice) -> the
+    # configuration's default budget, and view key -> the MoE choices it keeps
+    _budget_of: dict[tuple, int] = field(default_factory=dict)
+    _moe_in: dict[tuple, frozenset[int] | None] = field(default_factory=dict)
+    # the default step budget the memory entries are sized at (None: the scheduler's, mem_opts'); a view at
+    # another sizes its own (layout_memory)
+    entry_budget: int | None = None
 
     def config(self, picks: dict[str, int]) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -140,17 +149,68 @@ class Tables(TableInputs, LayoutMemory):
         return picks
 
     def layouts(self) -> dict[tuple[int, ...], list[int]]:
-        """Attention layout -> the attention choices (indices) that have it."""
+        """View key -> the attention choices (indices) that have it: the attention layout (layout_key), and where
+        the EP kernels set their own step budget beside some of its MoE choices (kernel_budgets) a second view,
+        the budget appended, of those choices (each view keeps its MoE choices only: moe_in)."""
         if self._layouts is None:
             self._layouts = {}
+            split = self.kernel_budgets
             for i, c in enumerate(self.choices["attn"]):
-                self._layouts.setdefault(self.layout_key(c), []).append(i)
+                key = self.layout_key(c)
+                if not split:
+                    self._layouts.setdefault(key, []).append(i)
+                    continue
+                for budget in sorted({self._budget(key, j) for j in self._choices_at("moe", key[4])}):
+                    self._layouts.setdefault(self._keyed(key, budget), []).append(i)
         return self._layouts
+
+    def _keyed(self, layout: tuple[int, ...], budget: int) -> tuple[int, ...]:
+        """The view key of a layout at a default step budget: the layout itself at the scheduler's."""
+        return layout if budget == self.mem_opts.token_budget else (*layout, budget)
+
+    def view_budget(self, key: tuple[int, ...]) -> int:
+        """The default step budget view `key` plans its steps and memory at (step_default)."""
+        return key[5] if len(key) > 5 else self.mem_opts.token_budget
 
     @staticmethod
     def layout_key(attn_choice: tuple[int, ...]) -> tuple[int, ...]:
         """What of an attention choice the other groups and the serving shape see: all but o_proj TP."""
         return (*attn_choice[:4], attn_choice[5])
+
+    @property
+    def kernel_budgets(self) -> bool:
+        """Whether a layout's step plan and memory depend on its MoE choice: the engine's EP kernels set their own
+        default step budget (profile_serving.step_default) on a model with routed experts. The views then split
+        by that budget (layouts)."""
+        return kernel_budgets(self.f, self.model)
+
+    def _budget(self, layout: tuple[int, ...], j: int) -> int:
+        """The default step budget of layout `layout` (layout_key) beside MoE choice j (step_default)."""
+        hit = self._budget_of.get((layout, j))
+        if hit is None:
+            c = self.choices["moe"][j]
+            pc = self._layout_pc(layout, **dict(zip(GROUPS["moe"][:-1], c[:-1])))
+            hit = self._budget_of[(layout, j)] = step_default(
+                self.f.ep_kernels, self.mem_opts.token_budget, True, pc, launched_device(self.hw))
+        return hit
+
+    def key_of(self, picks: dict[str, int]) -> tuple[int, ...]:
+        """The view key of a configuration (layouts): its attention layout, and its default step budget where
+        the views split by it."""
+        key = self.layout_key(self.choices["attn"][picks["attn"]])
+        return self._keyed(key, self._budget(key, picks["moe"])) if self.kernel_budgets else key
+
+    def moe_in(self, key: tuple[int, ...]) -> frozenset[int] | None:
+        """The MoE choices view `key` keeps (those giving its budget); None: every one with its stage count."""
+        if not self.kernel_budgets:
+            return None
+        hit = self._moe_in.get(key, False)
+        if hit is False:
+            every = self._choices_at("moe", key[4])
+            budget = self.view_budget(key)
+            kept = frozenset(j for j in every if self._budget(key[:5], j) == budget)
+            hit = self._moe_in[key] = None if len(kept) == len(every) else kept
+        return hit
 
     def view(self, b: int, key: tuple[int, ...], full: bool = True) -> ViewCosts:
         """The costs of layout `key` at concurrency b; `full=False` fills the attention choices only (what the
@@ -191,11 +251,13 @@ class Tables(TableInputs, LayoutMemory):
             return
         sp, mtp, pp = vc.plan, vc.plan.mtp_layers, key[4]
         (k_pre, w_pre), (k_dec, w_dec) = self.outside(key, sp.pre_work), self.outside(key, sp.dec_work)
-        tkey = (g, k_pre, id(w_pre), k_dec, id(w_dec), mtp)  # the tables' works (outside): ids name them
+        kept = self.moe_in(key) if g == "moe" else None  # a view split by its budget keeps its MoE choices
+        tkey = (g, k_pre, id(w_pre), k_dec, id(w_dec), mtp, kept)  # the tables' works (outside): ids name them
         opts = self._group_tables.get(tkey)
         if opts is None:
             pre, dec = self._half(g, pp, k_pre, w_pre, sp.pre_mtp_layers), self._half(g, pp, k_dec, w_dec, mtp)
-            opts = {j: (pre[j] if pre else None, dec[j] if dec else None) for j in self._choices_at(g, pp)}
+            opts = {j: (pre[j] if pre else None, dec[j] if dec else None) for j in self._choices_at(g, pp)
+                    if kept is None or j in kept}
             self._group_tables[tkey] = opts
         vc.other[g] = opts
 
@@ -218,13 +280,16 @@ class Tables(TableInputs, LayoutMemory):
         for g in FILL_ORDER:
             self.fill_group(vc, key, g)
         # the one cross-group term: dense and MoE at the same TP degree may share a collective
-        tkey = ("pairs", k_pre, id(w_pre), k_dec, id(w_dec), mtp)
+        kept = self.moe_in(key)
+        tkey = ("pairs", k_pre, id(w_pre), k_dec, id(w_dec), mtp, kept)
         pairs = self._group_tables.get(tkey)
         if pairs is not None:
             vc.pairs = pairs
         elif "dense" in vc.other and "moe" in vc.other and self.model.is_moe:
             self._group_tables[tkey] = vc.pairs
             for jd, jm, tp, knobs in self._pair_choices(pp):
+                if kept is not None and jm not in kept:
+                    continue
                 both = [self._share(self._pair_pc(k, jd, jm, tp, knobs), w, m, ("dense", "moe"))
                         for k, w, m in ((k_pre, w_pre, sp.pre_mtp_layers), (k_dec, w_dec, mtp))]
                 sep = [vc.other["dense"][jd], vc.other["moe"][jm]]
@@ -237,7 +302,7 @@ class Tables(TableInputs, LayoutMemory):
 
     def sums(self, b: int, picks: dict[str, int]) -> tuple[ViewCosts, Share | None, Share | None]:
         """(view, prefill share, decode share) of a whole configuration: the per-stage sums over its groups."""
-        key = self.layout_key(self.choices["attn"][picks["attn"]])
+        key = self.key_of(picks)
         vc = self.view(b, key)
         pre, dec = vc.attn[picks["attn"]]
         for g in GROUPS:  # one summation order, whatever the order of `picks`: the same floats every time
@@ -256,6 +321,12 @@ class Tables(TableInputs, LayoutMemory):
         """The configuration's figures, as the full estimate computes them (tests/test_planner_exact.py)."""
         vc, pre, dec = self.sums(b, picks)
         return figures_of(vc, pre, dec, self.f)
+
+
+def kernel_budgets(f: Factors, model: ModelSpec) -> bool:
+    """Tables.kernel_budgets of an engine's factors and a model."""
+    ep = f.ep_kernels
+    return ep is not None and ep.token_budget is not None and model.is_moe
 
 
 def figures_of(vc: ViewCosts, pre: Share | None, dec: Share | None, f: Factors) -> Figures:

@@ -235,6 +235,10 @@ class EpKernels(BaseModel):
         "both phases")
     buffers: EpBuffers | None = Field(None, description="the all-to-all buffers a rank allocates where `when` "
                                       "holds; None: none counted")
+    token_budget: int | None = Field(None, gt=0, le=MAX_TOKENS, description="the engine's own default tokens per "
+                                     "forward step where `when` holds (a co-located or decode command; a prefill "
+                                     "worker keeps the scheduler's): it replaces the scheduler's default under the "
+                                     "command's step_budget rule (step_default); None: the scheduler's everywhere")
     source: str = ""
 
     @model_validator(mode="after")
@@ -254,6 +258,18 @@ def ep_kernel_env(pc: "ParallelConfig", hw: "Hardware") -> dict[str, int | bool]
 def ep_kernels_hold(when: str, pc: "ParallelConfig", hw: "Hardware") -> bool:
     """Whether the EP-kernel condition `when` holds at `pc` on `hw` (ep_kernel_env); "" never holds."""
     return bool(when) and bool(compile_expr(when).evaluate(ep_kernel_env(pc, hw)))
+
+
+def step_default(ep: EpKernels | None, default: int, moe: bool, pc: "ParallelConfig", hw: "Hardware",
+                 prefill_worker: bool = False) -> int:
+    """A configuration's default tokens per forward step, before the command's step_budget rule: the EP
+    kernels' `token_budget` where they hold at `pc` on the launched device `hw` (a model with routed experts, not
+    a prefill-only worker, whose command runs the throughput kernels), the scheduler's `default` otherwise. The
+    one reading of it: the launch (emit), the step the estimate prices (figures.step_plan), the memory
+    (memory.memory_per_rank's options, buffers.dispatch_tokens) and the planner's views (Tables.layouts)."""
+    if ep is None or ep.token_budget is None or not moe or prefill_worker:
+        return default
+    return ep.token_budget if ep_kernels_hold(ep.when, pc, hw) else default
 
 
 class FrameworkServing(BaseModel):
