@@ -52,3 +52,43 @@ def test_a_decode_step_reads_the_int8_caches_scales() -> None:
         core[dtype] = next(o for o in layer_ops(m, h, pc, prec, f, w, ffn=False)["attention"]
                            if o.name == "attention_core").bytes
     assert core["int8"] - core["fp8"] == pytest.approx(16 * 4096 * KV_HEADS * 8) == 4_194_304
+
+
+QWEN_SG = "python -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp 1 --context-length 4096"
+QWEN_VLLM = "vllm serve Qwen/Qwen3-8B -tp 1 --max-model-len"
+
+
+def _check(command: str):
+    from tests.deployment_files import run_json
+
+    r, out = run_json("check", "--command", command, "--hardware", "h100_sxm", "--isl", "4000", "--osl", "1000",
+                      "--concurrency", "8")
+    assert out is not None, r.output
+    return r.exit_code, " ".join(out["violations"]["C"]), " ".join(out["command"].get("notes", []))
+
+
+def test_a_model_length_below_isl_plus_osl_is_a_violation_where_the_engine_refuses_such_requests() -> None:
+    """SGLang refuses input + max_new_tokens past --context-length (tokenizer_manager.py:1352-1377): 4,000 + 1,000
+    past 4,096 serves none of the workload, so check exits 1 naming the flag, its value, ISL + OSL and the fix."""
+    code, violations, _ = _check(QWEN_SG)
+    assert code == 1
+    assert "--context-length 4,096 is below ISL + OSL = 5,000: sglang refuses every such request" in violations
+    assert "set --context-length 5,000" in violations
+
+
+def test_a_model_length_below_isl_plus_osl_is_a_note_where_the_engine_cuts_the_output() -> None:
+    """vLLM cuts max_tokens to max_model_len - prompt (api_utils.py:234-270), as SGLang does under
+    --allow-auto-truncate: valid, with a note of the 96 tokens left."""
+    for command, engine in ((f"{QWEN_VLLM} 4096", "vllm"), (f"{QWEN_SG} --allow-auto-truncate",
+                                                            "sglang under --allow-auto-truncate")):
+        code, violations, notes = _check(command)
+        assert (code, violations) == (0, "")
+        assert f"{engine} cuts each output to 96 tokens, not the OSL of 1,000" in notes
+
+
+def test_a_model_length_at_or_below_the_prompt_is_a_violation_whatever_the_engine() -> None:
+    """A prompt of 4,000 under --max-model-len 3,000 leaves no room for an output token."""
+    code, violations, _ = _check(f"{QWEN_VLLM} 3000")
+    assert code == 1
+    assert "--max-model-len 3,000 holds no output token after a prompt of ISL = 4,000 tokens" in violations
+    assert "set --max-model-len 5,000" in violations
