@@ -92,3 +92,21 @@ def test_a_model_length_at_or_below_the_prompt_is_a_violation_whatever_the_engin
     assert code == 1
     assert "--max-model-len 3,000 holds no output token after a prompt of ISL = 4,000 tokens" in violations
     assert "set --max-model-len 5,000" in violations
+
+
+@pytest.mark.slow
+def test_a_disaggregated_memory_error_says_what_the_planner_tried_as_the_constraint_not_as_what_would_fit() -> None:
+    """Mixtral-8x22B on 4 L40S at ISL 500,000 under trtllm (the remedies run's seed 13 case): no prefill worker at
+    the sizes the screen passes, none across nodes either, so the sizes tried are the binding constraint in the
+    message, and no "what would fit" offers nothing to change."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    r = CliRunner(env={"COLUMNS": "400"}).invoke(main, [
+        "solve", "mixtral-8x22b", "--hardware", "l40s", "--isl", "500000", "--osl", "256", "--framework", "trtllm",
+        "--cards", "4", "--serving", "disagg", "--ttft-ms", "30", "--tpot-ms", "12", "--time-limit", "3"])
+    assert r.exit_code == 1
+    text = " ".join(r.output.split())
+    assert "); the planner found no prefill worker at 16, 24, 32 ranks (the sizes a memory screen passes)" in text
+    assert "what would fit" not in text
