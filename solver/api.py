@@ -505,10 +505,10 @@ def _check_config(model: str | os.PathLike | None = None, hardware: str | os.Pat
     framework / model / isl / osl / concurrency / mtp / mtp_accept / the dtypes where given; a lookup draft such as
     ngram needs mtp_accept); the reading is the result's
     `.command`."""
-    from solver.one_config import check_deployment, workload_of
+    from solver.one_config import check_command_deployment, check_deployment, workload_of
 
     if command is not None:
-        from solver.launch.check_command import check_command_deployment, command_deployment
+        from solver.launch.check_command import command_deployment
 
         rest = {"config": config, "candidate": candidate, "phase": phase, "batch": batch, "seq_len": seq_len,
                 "afd": afd or None, "prefix_hit": prefix_hit or None, **knobs}

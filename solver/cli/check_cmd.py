@@ -42,7 +42,8 @@ def check_cmd(config, command, model, hardware, cards, framework, candidate, isl
 
     read = None
     if command is not None:
-        from solver.launch.check_command import check_command_deployment, command_deployment, pool_settings_notes
+        from solver.launch.check_command import command_deployment, pool_settings_notes
+        from solver.one_config import check_command_deployment
 
         if config is not None or candidate is not None:
             raise InputError("--command", f"reads the command instead of {config or '--candidate'}: give one")

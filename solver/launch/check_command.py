@@ -247,17 +247,6 @@ def long_request_findings(fw: Any, not_read: list[str], flag: str, given: bool, 
                   f"OSL of {osl:,} this check prices; {fix}")
 
 
-def check_command_deployment(r: CommandReading, dep: Any, hardware: str) -> Any:
-    """`check` of the deployment a command was read as (one_config.CheckResult), with the violations the command's
-    own settings raise against the workload checked (CommandReading.violations) in class C."""
-    from solver.one_config import check_deployment
-
-    res = check_deployment(dep, r.model, hardware, r.world, r.framework, None, GIVEN_AS,
-                           r.role.role if r.role is not None else None)
-    res.review.violations["C"] += r.violations
-    return res
-
-
 def _pool_note(r: CommandReading, phase: str, concurrency: int) -> str:
     """What a pool worker's check estimates, and what it leaves to the deployment's."""
     said = r.role.said if r.role is not None else phase
