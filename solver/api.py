@@ -505,10 +505,10 @@ def _check_config(model: str | os.PathLike | None = None, hardware: str | os.Pat
     framework / model / isl / osl / concurrency / mtp / mtp_accept / the dtypes where given; a lookup draft such as
     ngram needs mtp_accept); the reading is the result's
     `.command`."""
-    from solver.one_config import check_deployment, workload_of
+    from solver.one_config import check_command_deployment, check_deployment, workload_of
 
     if command is not None:
-        from solver.launch.check_command import GIVEN_AS, command_deployment
+        from solver.launch.check_command import command_deployment
 
         rest = {"config": config, "candidate": candidate, "phase": phase, "batch": batch, "seq_len": seq_len,
                 "afd": afd or None, "prefix_hit": prefix_hit or None, **knobs}
@@ -520,8 +520,7 @@ def _check_config(model: str | os.PathLike | None = None, hardware: str | os.Pat
         read, dep = command_deployment(command, str(hardware), cards, None if framework is None else str(framework),
                                        None if model is None else str(model), isl, osl, concurrency, mtp,
                                        weight_dtype, moe_weight_dtype, kv_dtype, mtp_accept)
-        res = check_deployment(dep, read.model, str(hardware), read.world, read.framework, None, GIVEN_AS,
-                               read.role.role if read.role is not None else None)
+        res = check_command_deployment(read, dep, str(hardware))
         res.command = read  # type: ignore[attr-defined]
         return res
     from solver.specs.deployment import FLAT_QUANT, Deployment, WorkloadSpec, load_deployment

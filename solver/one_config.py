@@ -467,6 +467,17 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     return CheckResult(spec, hw, fw, pc, wl, r)
 
 
+def check_command_deployment(r: Any, dep: Any, hardware: str) -> Any:
+    """`check` of the deployment a command was read as (one_config.CheckResult), with the violations the command's
+    own settings raise against the workload checked (CommandReading.violations) in class C."""
+    from solver.launch.check_command import GIVEN_AS
+
+    res = check_deployment(dep, r.model, hardware, r.world, r.framework, None, GIVEN_AS,
+                           r.role.role if r.role is not None else None)
+    res.review.violations["C"] += r.violations
+    return res
+
+
 def _afd_flag(key: str) -> str:
     """The command-line flag of a key an AFD refusal names (specs.afd.check_afd)."""
     knob = key.removeprefix("parallel_config.")

@@ -62,13 +62,14 @@ def test_the_derived_context_counts_the_rope_factor_the_engine_multiplies(tmp_pa
 
 
 def test_a_command_without_a_model_length_refuses_requests_past_the_derived_context() -> None:
-    """No --max-model-len: vLLM takes the config's 163,840, so ISL 170,000 + OSL 1,000 = 171,000 is refused
-    per request; the check says so beside the launch's own length."""
+    """No --max-model-len: vLLM takes the config's 163,840, so a prompt of 170,000 is refused per request
+    (api_utils.py:246-250): a class C violation (exit 1), naming the length it takes."""
     r, out = run_json("check", "--command", VLLM_DCP8, "--hardware", "h200_sxm", "--isl", "170000", "--osl", "1000",
                       "--concurrency", "1")
     assert out is not None, r.output
-    assert ("ISL + OSL = 171,000 exceeds the maximum model length vllm takes from the config when the command sets "
-            "none, 163,840: the engine refuses such requests") in out["command"]["notes"]
+    assert r.exit_code == 1
+    assert ("the maximum model length vllm takes from the config when the command sets none, 163,840 holds no "
+            "output token after a prompt of ISL = 170,000 tokens") in " ".join(out["violations"]["C"])
 
 
 def _alone_kit(chunks: int, replicas: int = 1):

@@ -37,13 +37,13 @@ def check_cmd(config, command, model, hardware, cards, framework, candidate, isl
               weight_dtype, moe_weight_dtype, kv_dtype, fmt) -> None:
     """Validate a parallel_config (the seed's YAML keys, solve's YAML, or a verified deployment in references/) by
     class A/B/C, flag common errors, estimate it. Exit 1 when a hard constraint is violated."""
-    from solver.one_config import check_deployment
     from solver.specs.deployment import load_deployment
     from solver.specs.model_catalog import model_title
 
     read = None
     if command is not None:
-        from solver.launch.check_command import GIVEN_AS, command_deployment, pool_settings_notes
+        from solver.launch.check_command import command_deployment, pool_settings_notes
+        from solver.one_config import check_command_deployment
 
         if config is not None or candidate is not None:
             raise InputError("--command", f"reads the command instead of {config or '--candidate'}: give one")
@@ -52,8 +52,7 @@ def check_cmd(config, command, model, hardware, cards, framework, candidate, isl
         read, dep = command_deployment(command, hardware, cards, framework, model, isl, osl, concurrency, mtp,
                                        weight_dtype, moe_weight_dtype, kv_dtype, mtp_accept)
         model, world = read.model, read.world
-        res = check_deployment(dep, model, hardware, world, read.framework, None, GIVEN_AS,
-                               read.role.role if read.role is not None else None)
+        res = check_command_deployment(read, dep, hardware)
         if read.role is not None and read.role.role is not None:  # compared with its pool's launch, at its memory
             est = res.review.estimate
             read.notes += pool_settings_notes(read, dep, hardware, isl, osl, est.memory if est else None)

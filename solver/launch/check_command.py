@@ -15,7 +15,7 @@ from typing import Any
 from solver.errors import InputError
 from solver.launch.command_reading import launch_reading, slot_name, slot_of
 from solver.launch.draft_method import command_draft, method_slot
-from solver.launch.read_command import CommandReading, read_command, spells_depth
+from solver.launch.read_command import CommandReading, model_len_arg, read_command, spells_depth
 from solver.specs.dtypes import number_format
 
 
@@ -180,14 +180,14 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
             r.notes.append(f"--{key.replace('_', '-')} {value}: read from the command's {as_given}")
     weight_dtype = weight_dtype or spelled.get("weight_dtype", (None,))[0]
     kv_dtype = kv_dtype or spelled.get("kv_dtype", (None,))[0]
-    if r.max_model_len is not None and isl + osl > r.max_model_len:  # type: ignore[operator]
-        r.notes.append(f"ISL + OSL = {isl + osl:,} exceeds the command's maximum model length "  # type: ignore[operator]
-                       f"{r.max_model_len:,}: the engine refuses such requests")
-    elif r.max_model_len is None:  # the engine's own length: the context it derives from the config
-        limit = derived_context(load_model(r.model), fw.max_context)
-        if limit is not None and isl + osl > limit:  # type: ignore[operator]
-            r.notes.append(f"ISL + OSL = {isl + osl:,} exceeds the maximum model length {r.framework} takes "  # type: ignore[operator]
-                           f"from the config when the command sets none, {limit:,}: the engine refuses such requests")
+    # the engine's maximum model length: the command's, else the context it derives from the config
+    limit = r.max_model_len or derived_context(load_model(r.model), fw.max_context)
+    if limit is not None:
+        flag = slot_name(slot_of(fw, model_len_arg(fw)), fw)
+        problem, note = long_request_findings(fw, r.not_read, flag, r.max_model_len is not None, limit, isl, osl,  # type: ignore[arg-type]
+                                              phase)
+        r.violations += [problem] if problem else []
+        r.notes += [note] if note else []
     if r.concurrency_cap is not None and concurrency > r.concurrency_cap:
         r.notes.append(f"concurrency {concurrency:,} exceeds the {r.concurrency_cap:,} requests the command's cap "
                        "runs at once: the rest wait")
@@ -214,6 +214,37 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
                      quant=QuantSpecIn(weights=weight_dtype, moe_weights=moe_weight_dtype, kv_cache=kv_dtype),
                      workload=workload)
     return r, dep
+
+
+def long_request_findings(fw: Any, not_read: list[str], flag: str, given: bool, limit: int, isl: int, osl: int,
+                          phase: str | None) -> tuple[str | None, str | None]:
+    """(a class C violation, a note) for a workload of ISL + OSL tokens a request under a maximum model length of
+    `limit`, `flag`'s value where the command gives it (`given`), else the engine's own: a prompt of `limit` tokens or more leaves no room for an output
+    token, and past that the profile's long_request says whether the engine refuses each request (a violation:
+    the deployment serves none of this workload) or cuts its output (a note); unread: a note. A prefill pool's
+    worker answers each prompt with one token."""
+    need = isl + (1 if phase == "prefill" else osl)
+    if need <= limit:
+        return None, None
+    said = (f"{flag} {limit:,}" if given else
+             f"the maximum model length {fw.name} takes from the config when the command sets none, {limit:,}")
+    # past the config's own context the engine starts only with its long-context switch (past_context_refusal)
+    fix = f"set {flag} {need:,}" + ("" if given else ", with the switch it takes past the config's context")
+    if isl >= limit:
+        return (f"{said} holds no output token after a prompt of ISL = {isl:,} tokens: the engine serves none of "
+                f"this workload's requests; {fix}"), None
+    total = f"ISL + OSL = {need:,}" if phase != "prefill" else f"ISL + 1 = {need:,}"
+    rule = fw.long_request
+    if rule is None:
+        return None, (f"{total} exceeds {said}: {fw.name}'s profile does not record whether it refuses such a "
+                      f"request or cuts its output; {fix}")
+    cut_by = [f for f in rule.cut_under if f in not_read]
+    if rule.output == "refused" and not cut_by:
+        return (f"{said} is below {total}: {fw.name} refuses every such request ({rule.source}), so this "
+                f"deployment serves none of this workload; {fix}"), None
+    under = f" under {', '.join(cut_by)}" if cut_by else ""
+    return None, (f"{total} exceeds {said}: {fw.name}{under} cuts each output to {limit - isl:,} tokens, not the "
+                  f"OSL of {osl:,} this check prices; {fix}")
 
 
 def _pool_note(r: CommandReading, phase: str, concurrency: int) -> str:

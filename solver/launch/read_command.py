@@ -107,6 +107,8 @@ class CommandReading:
     # (its role and KV transfer: launch.disagg), read where the role is, else named as not read
     role: PoolRole | None = None
     pool_flags: list[str] = field(default_factory=list)
+    # class C violations of the workload checked (check_command.long_request_findings): what the engine will not serve
+    violations: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"engine": self.framework, "model": self.model, "world_size": self.world,
@@ -330,7 +332,7 @@ def past_context_refusal(fw: FrameworkProfile, spec: ModelSpec, given: dict[Slot
            for a in switches if (s := slot_of(fw, a)) in given]
     sets = f"sets {'; '.join(off)}" if off else f"sets no {spelt}"
     sources = "; ".join(dict.fromkeys(a.source for a in switches if a.source))
-    return (f"{slot_name(slot_of(fw, _model_len_arg(fw)), fw)} {model_len:,} exceeds {spec.name}'s "
+    return (f"{slot_name(slot_of(fw, model_len_arg(fw)), fw)} {model_len:,} exceeds {spec.name}'s "
             f"{spec.context_field} {spec.max_position_embeddings:,}{derived_said(spec, limit, fw)} and the command "
             f"{sets}: {fw.name} refuses to start ({sources}); set {spelt}, or a length within {limit:,}")
 
@@ -343,7 +345,7 @@ def _switched_on(arg: LaunchArg, value: str | None) -> bool:
     return arg.env_on is None or value.lower() in arg.env_on
 
 
-def _model_len_arg(fw: FrameworkProfile) -> LaunchArg:
+def model_len_arg(fw: FrameworkProfile) -> LaunchArg:
     """The launch argument that prints the maximum model length (its value reads max_model_len alone)."""
     return next(a for a in fw.launch.args if a.value_expr is not None and a.value_expr.names == {"max_model_len"})
 

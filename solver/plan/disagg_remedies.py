@@ -57,8 +57,8 @@ def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, In
         binding = (sorted(at_largest) or sorted({b for k in failed for b in skipped[k].binding})
                    or ["B.memory_per_rank"])
         where = f" at {largest} ranks" if at_largest else ""
-        memory = _memory_remedies(job, scenario, smallest, missing) if (
-            "B.memory_per_rank" in at_largest or not at_largest) else []
+        tried, memory = _memory_remedies(job, scenario, smallest, missing) if (
+            "B.memory_per_rank" in at_largest or not at_largest) else (None, [])
         # the memory in the model's terms, for the last pool missing (decode's sequence is the longer)
         terms = (f"in a {missing[-1]} worker, "
                  + memory_terms(model, hw, job.prec, largest, _smallest_load(scenario, missing[-1]), job.mem_opts)
@@ -66,7 +66,7 @@ def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, In
         return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: no "
                                f"{' or '.join(missing)} worker of at most {largest} ranks is feasible "
                                f"({', '.join(binding)} {'bind' if len(binding) > 1 else 'binds'}{where}"
-                               + (f"; {terms}" if terms else "") + ")", binding,
+                               + (f"; {terms}" if terms else "") + ")" + (f"; {tried}" if tried else ""), binding,
                                remedies(_sla_floor(job, scenario, sorted(at_largest)), *memory), terms=terms)
     need = cards_for(model, hw, smallest["prefill"], smallest["decode"])
     if need > cards:
@@ -249,11 +249,13 @@ def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> Remedy | 
 
 
 def _memory_remedies(job: "_Job", scenario: Scenario, smallest: dict[str, int | None], missing: list[str]
-                     ) -> list[Remedy]:
-    """What would make the missing pools' workers fit, for the deployment as a whole: the cards a worker of each
-    pool needs together where the planner finds one (a pool that has workers keeps its smallest), the
-    longest prompt the largest worker holds (_longest_isl), smaller weight formats. No smaller
-    --concurrency: the phase plans that failed do not depend on it."""
+                     ) -> tuple[str | None, list[Remedy]]:
+    """(what binds where no worker size fits: the sizes the planner tried, said in the message, not as a remedy,
+    since it names nothing to change; the remedies) for the missing pools' workers, for the deployment as a whole:
+    the cards a worker of each pool needs together where the planner finds one (a pool that has workers keeps its
+    smallest; with --allow-cross-node where only that finds one), the longest prompt the largest worker holds
+    (_longest_isl), smaller weight formats. No smaller --concurrency: the phase plans that failed do not depend
+    on it."""
     largest = max(job.sizes)
     sizes = dict(smallest)
     tried: dict[str, list[int]] = {}  # a missing pool -> the worker sizes the planner was asked about
@@ -261,11 +263,13 @@ def _memory_remedies(job: "_Job", scenario: Scenario, smallest: dict[str, int | 
         sizes[ph], tried[ph] = _fitting_worker(job, scenario, ph, largest)
     planned = sorted({w for ws in tried.values() for w in ws})
     wide = inside_node(job.hw, job.fw, planned, job.allow_cross_node)
+    tried_said = None
     if sizes["prefill"] and sizes["decode"]:
         out = [_total_cards(job, scenario, sizes, "in total")]
     elif planned:
-        out = [Remedy(f"the planner found no {' or '.join(ph for ph in missing if not sizes[ph])} worker at "
-                      f"{', '.join(map(str, planned))} ranks (the sizes a memory screen passes){wide}")]
+        tried_said = (f"the planner found no {' or '.join(ph for ph in missing if not sizes[ph])} worker at "
+                      f"{', '.join(map(str, planned))} ranks (the sizes a memory screen passes){wide}")
+        out = []
         # --allow-cross-node offered only where the planner finds a worker of each pool with it (across_nodes, as
         # the aggregated remedy): a hint the rerun refuses again is no remedy
         across = dict(sizes)
@@ -276,8 +280,9 @@ def _memory_remedies(job: "_Job", scenario: Scenario, smallest: dict[str, int | 
         if wide and across["prefill"] and across["decode"]:
             out.append(_total_cards(job, scenario, across, "with --allow-cross-node"))
     else:
-        out = [Remedy(f"no worker of {largest + 1} to {largest * WORKER_GROWTH} ranks holds the weights and the "
-                      f"smallest batch")]
+        tried_said = (f"no worker of {largest + 1} to {largest * WORKER_GROWTH} ranks holds the weights and the "
+                      "smallest batch")
+        out = []
     shorter = _longest_isl(job, scenario, missing, largest)
     if shorter:
         out.append(shorter)
@@ -286,7 +291,7 @@ def _memory_remedies(job: "_Job", scenario: Scenario, smallest: dict[str, int | 
         for ph in missing))
     if cheaper:
         out.append(cheaper)
-    return out
+    return tried_said, out
 
 
 def _total_cards(job: "_Job", scenario: Scenario, sizes: dict[str, int | None], how: str) -> Remedy:

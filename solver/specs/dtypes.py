@@ -102,6 +102,47 @@ def canonical_format(name: str) -> str:
 
 # KV cache formats: element bytes; fp8/int8 KV carries per-token scales that the cache layouts fold in.
 KV_FORMATS = ("bf16", "fp16", "fp8", "int8")
+# Scale bytes a format stores beside K and V per token and KV head: int8 (vLLM 0.34.0's int8_per_token_head, the only
+# engine spelling of it) packs one fp32 for the head's K and one for its V inline after the data
+# (v1/attention/backends/triton_attn.py:309-319: content = (head_size + head_size_v) x 1 B + 2 x 4 B). fp8 KV is
+# per-tensor scaled (negligible).
+KV_HEAD_SCALE_BYTES = {"int8": 8}
+
+
+class KVBytes(int):
+    """A KV-cache element's bytes (the int every layer multiplies its cached values by), carrying the scale bytes
+    its format stores per token and KV head (KV_HEAD_SCALE_BYTES), which a GQA layer adds per cached head. Equal
+    only to the same element bytes with the same scales, so a memo keyed on it tells int8 from fp8."""
+
+    head_scale: int
+
+    def __new__(cls, element: int, head_scale: int = 0) -> "KVBytes":
+        out = super().__new__(cls, element)
+        out.head_scale = head_scale
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, int):
+            return NotImplemented
+        return int(self) == int(other) and self.head_scale == getattr(other, "head_scale", 0)
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self) -> int:
+        return hash((int(self), self.head_scale)) if self.head_scale else hash(int(self))
+
+    def __getnewargs__(self) -> tuple[int, int]:  # pickled to sweep's worker processes whole
+        return int(self), self.head_scale
+
+    def __repr__(self) -> str:
+        return f"KVBytes({int(self)}, head_scale={self.head_scale})" if self.head_scale else repr(int(self))
+
+
+def kv_head_scale_bytes(kv_bytes: int) -> int:
+    """The scale bytes per token and KV head a cache of these element bytes stores (0 for a plain int)."""
+    return getattr(kv_bytes, "head_scale", 0)
 
 
 # Weight-format spellings that also name the GEMMs' activations: int4 weights with 8-bit activations (the device's
@@ -146,4 +187,4 @@ def kv_element_bytes(name: str, field: str = "kv_dtype") -> int:
     fmt = number_format(name, field)
     if fmt.name not in KV_FORMATS:
         raise InputError(field, f"{name!r} is not a KV-cache format; use one of {', '.join(KV_FORMATS)}")
-    return int(fmt.bits // 8)
+    return KVBytes(int(fmt.bits // 8), KV_HEAD_SCALE_BYTES.get(fmt.name, 0))

@@ -213,6 +213,19 @@ class MaxContext(BaseModel):
                         "'unsourced: ...'")
 
 
+class LongRequest(BaseModel):
+    """What the engine does with a request whose prompt fits its maximum model length but whose prompt plus
+    requested output does not (a prompt of the whole length or more leaves no room for an output token)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    output: Literal["refused", "cut"] = Field(description="refused: the request is rejected at the API; cut: it "
+                                              "is served with its output cut to the length left after the prompt")
+    cut_under: list[str] = Field(default_factory=list, description="command flags under which a refused request "
+                                 "is cut instead")
+    source: str = Field(min_length=1, description="the engine source file:line the behaviour is read from")
+
+
 # the knob a feature without its own `knob` field sets, by the feature's name: a refusal
 # (Feature.refused_model_types) keeps that knob at its neutral value
 FEATURE_KNOBS = {"pipeline_parallel": "pp_size", "redundant_experts": "redundant_experts"}
@@ -336,6 +349,9 @@ class FrameworkProfile(BaseModel):
     launch: LaunchSpec | None = Field(None, description="how the engine's flags and files spell a config")
     max_context: MaxContext | None = Field(None, description="the longest context it derives from a model's "
                                            "config (MaxContext); unset: the context field alone")
+    long_request: LongRequest | None = Field(None, description="what it does with a request whose prompt + "
+                                             "output exceeds its maximum model length (LongRequest); unset: not "
+                                             "read")
     features: dict[FeatureName, Feature] = Field(
         default_factory=dict, description="engine features the planner does not model yet (pipeline_parallel, "
         "redundant_experts, ...), with flag and source")

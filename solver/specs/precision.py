@@ -345,7 +345,9 @@ def resolve_precision(
                 hw.kv_storage_formats
             if q.kv_cache_auto and held_kv:
                 # the engines' KV dtype auto takes the checkpoint's scheme (QuantSpec.kv_cache_auto)
-                kv = kv_element_bytes(ckpt_kv, "quantization_config.kv_cache_scheme")
+                # the checkpoint's scheme is statically scaled (its scales are weights): no per-token scale bytes
+                # beside the values, unlike an engine's own per-token-head int8 (dtypes.KV_HEAD_SCALE_BYTES)
+                kv = int(kv_element_bytes(ckpt_kv, "quantization_config.kv_cache_scheme"))
                 notes.append(f"the checkpoint's {ckpt_kv} KV-cache scheme ({q.method}) is what the engines' KV dtype "
                              f"auto runs: the KV cache is priced at {8 * kv} bits (pass --kv-dtype bf16 for 16)")
             else:

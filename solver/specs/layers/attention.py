@@ -58,6 +58,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from solver.specs.dtypes import kv_head_scale_bytes
 from solver.specs.layers.base import (ACT_BYTES, Block, CostKit, Part, Share, State, per_object, prefill_read_tokens,
                                       prior_tokens)
 from solver.specs.layers.dsa import Indexer
@@ -235,7 +236,9 @@ class Attention(Block):
                 Share("o_proj", "attention", "o_proj_tp_size", (Part("o_proj", o, "tp"),)))
 
     def kv_bytes_per_token(self, kv_bytes: int, attn_tp: int) -> float:
-        return kv_heads_per_rank(self.kv_heads, attn_tp) * (self.head_dim + self.v_head_dim) * kv_bytes
+        # K and V of each cached head, plus the scales the KV format stores per token and head (dtypes.KVBytes)
+        return kv_heads_per_rank(self.kv_heads, attn_tp) * ((self.head_dim + self.v_head_dim) * kv_bytes
+                                                             + kv_head_scale_bytes(kv_bytes))
 
     @per_object
     def state(self, kv_bytes: int, attn_tp: int) -> State:

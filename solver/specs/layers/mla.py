@@ -124,7 +124,7 @@ class MLA(Block):
         FLASHINFER_MLA_SPARSE, first for an fp8 cache on SM10x: platforms/cuda.py:95-103; SGLang's trtllm DSA
         backend: calculate_mla_kv_cache_dim)."""
         lora, rope = self.kv_lora_rank, self.qk_rope_head_dim
-        if kv_bytes == 1 and self.indexer is not None:
+        if int(kv_bytes) == 1 and self.indexer is not None:
             return lora + 4 * math.ceil(lora / 128) + 2 * rope
         return (lora + rope) * kv_bytes
 
