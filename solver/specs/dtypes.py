@@ -100,7 +100,9 @@ def canonical_format(name: str) -> str:
     return fmt.name
 
 
-# KV cache formats: element bytes; fp8/int8 KV carries per-token scales that the cache layouts fold in.
+# KV cache formats: element bytes only. No cache layout sizes a scale: per-tensor fp8 scales are negligible, but
+# vLLM's int8 cache (int8_per_token_head) packs one fp32 scale per token and KV head for K and one for V inline
+# (v1/attention/backends/triton_attn.py:309-319: 8 bytes beside 2 x head_size, 3.1% at 128), which is not sized.
 KV_FORMATS = ("bf16", "fp16", "fp8", "int8")
 
 
