@@ -100,7 +100,7 @@ def canonical_format(name: str) -> str:
     return fmt.name
 
 
-# KV cache formats: element bytes; fp8/int8 KV carries per-token scales that the cache layouts fold in.
+# KV cache formats: their element bytes, and (KV_HEAD_SCALE_BYTES) the scales a format packs per token and KV head.
 KV_FORMATS = ("bf16", "fp16", "fp8", "int8")
 # Scale bytes a format stores beside K and V per token and KV head: int8 (vLLM 0.34.0's int8_per_token_head, the only
 # engine spelling of it) packs one fp32 for the head's K and one for its V inline after the data
