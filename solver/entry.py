@@ -60,8 +60,8 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
     hw = load_hardware(hardware)
     fw = load_framework(framework)
     refuse_unlaunchable_kv(fw, kv_dtype, model=spec, hw=hw)
-    refuse_unrunnable_weights(fw, weight_dtype, moe_weight_dtype, spec, hw)
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
+    refuse_unrunnable_weights(fw, prec, spec, hw, weight_dtype, moe_weight_dtype)
     refs = list_references() if references is None else list(references)
     # at least the core candidates, whatever --top asks: the ranking's first is chosen among them
     result = plan(spec, hw, prec, fw, cards, scenario, params, method=method, top=max(top, CORE_CANDIDATES),
@@ -235,14 +235,24 @@ def refuse_unlaunchable_kv(fw: FrameworkProfile, kv_dtype: str | None, flag: str
         raise InputError(flag, f"{refusal}; a plan under {fw.name} could not be launched with it")
 
 
-def refuse_unrunnable_weights(fw: FrameworkProfile, weight_dtype: str | None, moe_weight_dtype: str | None,
-                              model: ModelSpec, hw: Hardware) -> None:
-    """A weight format the engine runs no kernel for on this device is bad input to the planner (exit 2), named by
-    its flag (FrameworkProfile.weight_dtype_refusal)."""
-    for flag, value in (("--weight-dtype", weight_dtype), ("--moe-weight-dtype", moe_weight_dtype)):
-        refusal = fw.weight_dtype_refusal(value, model, hw)
-        if refusal:
-            raise InputError(flag, refusal)
+def refuse_unrunnable_weights(fw: FrameworkProfile, prec: Precision, model: ModelSpec, hw: Hardware,
+                              weight_dtype: str | None = None, moe_weight_dtype: str | None = None) -> None:
+    """A weight format the plan would price (`prec`, resolved from the flags and the checkpoint) that the engine
+    runs no kernel for on this device is bad input to the planner (exit 2), named by the flag that chose it, else
+    by the checkpoint's quantization_config (FrameworkProfile.priced_weight_refusals)."""
+    found = fw.priced_weight_refusals(prec, model, hw, chosen_by_flags(weight_dtype, moe_weight_dtype))
+    if found:
+        raise InputError(*found[0])
+
+
+def chosen_by_flags(weight_dtype: str | None, moe_weight_dtype: str | None,
+                    names: tuple[str, str] = ("--weight-dtype", "--moe-weight-dtype")) -> dict[str, tuple[str, str]]:
+    """group -> (the flag, the value typed) for the groups --weight-dtype / --moe-weight-dtype choose
+    (resolve_precision: the MoE flag's experts, the weight flag's every other quantized group)."""
+    out = {g: (names[0], weight_dtype) for g in ("attention", "dense", "experts")} if weight_dtype else {}
+    if moe_weight_dtype:
+        out["experts"] = (names[1], moe_weight_dtype)
+    return out
 
 
 def verified_for(model_name: str, hardware: str, cards: int, phase: str, refs) -> list[tuple[str, dict[str, int]]]:
@@ -313,6 +323,7 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
     refuse_unknown_method(method)
     spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework)
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
+    refuse_unrunnable_weights(fw, prec, spec, hw, weight_dtype, moe_weight_dtype)
     res: DisaggResult = plan_disagg(spec, hw, prec, fw, cards, scenario, params, allow_cross_node, top=top,
                                     method=method, fixed=Workers(*workers))
     best = res.best

@@ -458,10 +458,11 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     kv_refusal = fw.kv_dtype_refusal(dep.quant.kv_cache, spec, hw)  # the engine cannot run it: launch refuses, solve too
     if kv_refusal:
         r.violations["C"].append(f"quant.kv_cache: {kv_refusal}; launch refuses it and solve does not plan it")
-    for key, value in (("weights", dep.quant.weights), ("moe_weights", dep.quant.moe_weights)):
-        w_refusal = fw.weight_dtype_refusal(value, spec, hw)
-        if w_refusal:
-            r.violations["C"].append(f"quant.{key}: {w_refusal}; solve does not plan it")
+    from solver.entry import chosen_by_flags
+
+    chosen = chosen_by_flags(dep.quant.weights, dep.quant.moe_weights, ("quant.weights", "quant.moe_weights"))
+    for key, w_refusal in fw.priced_weight_refusals(prec, spec, hw, chosen):  # the format priced, a checkpoint's too
+        r.violations["C"].append(f"{key}: {w_refusal}; solve does not plan it")
     if note and not r.violations["A"]:  # else the model check already names it, in the file's own keys
         r.violations["A"].insert(0, note)
     return CheckResult(spec, hw, fw, pc, wl, r)

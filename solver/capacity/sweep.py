@@ -147,11 +147,11 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
     kvd = per_hardware(kv_dtype, "--kv-dtype", names)
     for h in hws:  # a KV or weight format the engine cannot run there: said before solving (api.run_solve)
         refuse_unlaunchable_kv(fw, kvd[h.name], model=spec, hw=h)
-        refuse_unrunnable_weights(fw, wd[h.name], mwd[h.name], spec, h)
     notes = [*spec.warnings, *context_notes(spec, max(i + o for i, o in lengths), fw)]
     for h in hws:  # a dtype the hardware lacks is bad input for the whole sweep: say so before solving
-        notes += [f"{h.name}: {n}" for n in device_notes(h, resolve_precision(spec, h, wd[h.name], mwd[h.name],
-                                                                                 kvd[h.name]))]
+        prec = resolve_precision(spec, h, wd[h.name], mwd[h.name], kvd[h.name])
+        refuse_unrunnable_weights(fw, prec, spec, h, wd[h.name], mwd[h.name])
+        notes += [f"{h.name}: {n}" for n in device_notes(h, prec)]
     params = params or SolverParams()
     overrides = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "concurrency": concurrency, "mtp": mtp,
                  "max_concurrency": max_concurrency, "mtp_accept": mtp_accept, "prefix_hit": prefix_hit}

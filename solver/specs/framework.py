@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from solver.specs.hardware import Hardware
     from solver.specs.model import ModelSpec
     from solver.specs.parallel import ParallelConfig
+    from solver.specs.precision import Precision
 
 
 # what a decode indexer bound's condition reads (IndexerDecodeBound.when): the rank's KV-parallel and context-parallel
@@ -590,6 +591,30 @@ class FrameworkProfile(BaseModel):
         if self.launch is None:
             return None
         return self.launch.weight_dtype_refusal(weight_dtype, self.name, format_facts(model, hw))
+
+    def priced_weight_refusals(self, prec: "Precision", model: "ModelSpec", hw: "Hardware",
+                               chosen: Mapping[str, tuple[str, str]]) -> list[tuple[str, str]]:
+        """(field, why) where the engine runs no kernel for the weights the plan prices (`prec`, resolve_precision's),
+        once a field: each held quantized group's format spelled with the activations its GEMMs take
+        (dtypes.spelled_with: int4 beside fp8 is w4afp8), so a checkpoint's own W4A8 is held to
+        weight_dtype_requires as a flag's is. `chosen`: group -> (field, the value typed) for the groups a flag or
+        a file chose (that value is read first, so the refusal names what was typed); any other group is the
+        checkpoint's (quantization_config.<group>)."""
+        from solver.specs.dtypes import spelled_with
+        from solver.specs.precision import held_groups
+
+        out: dict[str, str] = {}
+        for group in held_groups(model):
+            fmt = prec.fmt(group)
+            if not fmt.quantized:
+                continue
+            field, typed = chosen.get(group, (f"quantization_config.{group}", None))
+            priced = spelled_with(fmt.name, prec.gemm_dtype(group))
+            why = (typed is not None and self.weight_dtype_refusal(typed, model, hw)) \
+                or self.weight_dtype_refusal(priced, model, hw)
+            if why and field not in out:
+                out[field] = why
+        return list(out.items())
 
     def sets_token_budget(self) -> bool:
         """Its command gives the engine its token budget (LaunchSpec.sets_token_budget; no launch section: no

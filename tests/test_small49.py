@@ -1,0 +1,45 @@
+"""Stop 49 small mends: a checkpoint's own weight format held to the engine's kernels, KV dtype names in any case,
+and the aggregated memory remedy that names nothing to change. One test per rule."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from solver.catalog import catalog_dir
+from solver.cli.main import main
+
+# ModelOpt's W4A8_AWQ (int4 weights, group 128, FP8 activations) in hf_quant_config.json beside Llama-3.1-8B's config
+W4A8_AWQ = {"producer": {"name": "modelopt", "version": "0.29.0"},
+            "quantization": {"quant_algo": "W4A8_AWQ", "group_size": 128, "exclude_modules": ["lm_head"]}}
+
+
+def _w4a8_checkpoint(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(catalog_dir("models") / "meta-llama--Meta-Llama-3.1-8B.json", folder / "config.json")
+    (folder / "hf_quant_config.json").write_text(json.dumps(W4A8_AWQ))
+    return folder
+
+
+def test_a_checkpoints_own_w4a8_is_refused_where_the_engine_runs_no_w4a8_kernel(tmp_path: Path) -> None:
+    """vLLM runs W4A8 on CUDA only (vllm.yaml weight_dtype_requires): the checkpoint's own W4A8_AWQ, with no flag,
+    priced as int4 with FP8 activations (w4afp8) on MI300X, is refused in one line naming the checkpoint's field,
+    exit 2, as `--weight-dtype w4a8` is; on H100 it plans. Before, MI300X planned it (exit 1, no deployment)."""
+    ckpt = str(_w4a8_checkpoint(tmp_path / "ckpt"))
+    base = ["solve", ckpt, "--cards", "1", "--framework", "vllm", "--top", "1"]
+    res = CliRunner().invoke(main, [*base, "--hardware", "mi300x"])
+    assert res.exit_code == 2 and res.output.startswith(
+        "error: quantization_config.attention: weight dtype w4afp8: vllm runs it on CUDA devices") \
+        and res.output.count("\n") == 1, res.output
+    assert CliRunner().invoke(main, [*base, "--hardware", "h100_sxm"]).exit_code == 0
+
+
+def test_check_reports_a_checkpoints_own_unrunnable_w4a8_as_a_violation(tmp_path: Path) -> None:
+    """`check --command` of vLLM serving that checkpoint on MI300X names its W4A8 in class C, exit 1."""
+    ckpt = str(_w4a8_checkpoint(tmp_path / "ckpt"))
+    res = CliRunner().invoke(main, ["check", "--command", f"vllm serve {ckpt} --tensor-parallel-size 1", "--hardware",
+                                    "mi300x", "--isl", "1000", "--osl", "200", "--concurrency", "8"])
+    assert res.exit_code == 1 and "C (framework): quantization_config.attention: weight dtype w4afp8" in res.output, \
+        res.output
