@@ -43,3 +43,29 @@ def test_check_reports_a_checkpoints_own_unrunnable_w4a8_as_a_violation(tmp_path
                                     "mi300x", "--isl", "1000", "--osl", "200", "--concurrency", "8"])
     assert res.exit_code == 1 and "C (framework): quantization_config.attention: weight dtype w4afp8" in res.output, \
         res.output
+
+
+def _solve_json(*extra: str) -> str:
+    res = CliRunner().invoke(main, ["solve", "llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "1", "--top", "1",
+                                    "--time-limit", "2", "--format", "json", *extra])
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
+def test_a_kv_dtype_in_any_case_plans_as_its_lower_case_under_an_engine_profile() -> None:
+    """--kv-dtype FP8 under sglang is fp8 (options.DTYPE, dtypes.format_key): the same answer, where before it was
+    refused "has no spelling for it (it takes ... fp8 ...)", exit 2."""
+    assert _solve_json("--framework", "sglang", "--kv-dtype", "FP8") == \
+        _solve_json("--framework", "sglang", "--kv-dtype", "fp8")
+
+
+def test_a_sweeps_per_hardware_dtype_keeps_its_hardware_name_and_reads_the_format_in_any_case() -> None:
+    """A sweep's `h100_sxm=INT8` is read as h100_sxm=int8: the hardware key as typed, the format in lower case."""
+    from solver.cli.options import DTYPE
+
+    assert DTYPE.convert("h100_sxm=INT8", None, None) == "h100_sxm=int8"
+    assert DTYPE.convert("FP8,atlas_a3=Int8", None, None) == "fp8,atlas_a3=int8"
+    res = CliRunner().invoke(main, ["sweep", "llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "1", "--framework",
+                                    "vllm", "--kv-dtype", "h100_sxm=INT8", "--isl", "1000", "--osl", "200",
+                                    "--scenarios", "throughput", "--time-limit", "2"])
+    assert res.exit_code == 0, res.output

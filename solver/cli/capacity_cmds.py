@@ -11,7 +11,7 @@ import click
 
 from solver.catalog import DEFAULT_FRAMEWORK
 from solver.cli.options import factors_option
-from solver.cli.options import (CONCURRENCY, COPIES, JOBS, MS, MTP, NAME, RATE, SECONDS, SEED, TOKENS, TOP,
+from solver.cli.options import (CONCURRENCY, COPIES, DTYPE, JOBS, MS, MTP, NAME, RATE, SECONDS, SEED, TOKENS, TOP,
                                 DEFAULT_FORMAT, given, mtp_accept_option, pool_workers, pool_workers_options,
                                 prefix_hit_option)
 from solver.errors import InfeasibleError, InputError
@@ -45,9 +45,9 @@ def _common(func: Callable) -> Callable:
         prefix_hit_option,
         click.option("--framework", type=NAME, default=DEFAULT_FRAMEWORK, show_default=True,
                      help="framework profile name or YAML path"),
-        click.option("--weight-dtype", multiple=True, help="weights of every linear layer: " + _DTYPE_HELP),
-        click.option("--moe-weight-dtype", multiple=True, help="routed-expert weights: " + _DTYPE_HELP),
-        click.option("--kv-dtype", multiple=True, help="KV-cache dtype: " + _DTYPE_HELP),
+        click.option("--weight-dtype", type=DTYPE, multiple=True, help="weights of every linear layer: " + _DTYPE_HELP),
+        click.option("--moe-weight-dtype", type=DTYPE, multiple=True, help="routed-expert weights: " + _DTYPE_HELP),
+        click.option("--kv-dtype", type=DTYPE, multiple=True, help="KV-cache dtype: " + _DTYPE_HELP),
         click.option("--allow-cross-node", is_flag=True, help="let TP groups leave the node (a cost, not a wall)"),
         click.option("--time-limit", type=SECONDS, default=10.0, show_default=True,
                      help="seconds per CP-SAT solve (--method exhaustive: per enumeration)"),

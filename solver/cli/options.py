@@ -144,6 +144,26 @@ class Name(click.ParamType):
 NAME = Name()
 
 
+class DtypeName(click.ParamType):
+    """A number-format name read as the catalog spells it (dtypes.format_key: --kv-dtype FP8 is fp8), so an engine
+    profile's spellings and requirements read it as `generic` does; a per-hardware value (atlas_a3=INT8, a sweep's)
+    keeps its hardware's name as typed."""
+
+    name = "dtype"
+
+    def convert(self, value: Any, param, ctx) -> str:
+        from solver.specs.dtypes import format_key
+
+        def one(part: str) -> str:
+            key, sep, val = part.rpartition("=")
+            return f"{key}{sep}{format_key(val)}" if val.strip() else part
+
+        return ",".join(one(p) for p in str(value).split(","))
+
+
+DTYPE = DtypeName()
+
+
 # a host name (RFC 1123 labels; '_' as container and cluster DNS names have it) or a shell variable for one
 _HOST_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
 _HOST = re.compile(rf"^{_HOST_LABEL}(?:\.{_HOST_LABEL})*\.?$")
@@ -278,10 +298,10 @@ def pool_workers(serving: str, prefill: int | None, decode: int | None) -> tuple
 
 
 def dtype_options(func: Callable) -> Callable:
-    func = click.option("--kv-dtype", type=str, default=None, help="KV-cache dtype: bf16, fp8, int8")(func)
-    func = click.option("--moe-weight-dtype", type=str, default=None,
+    func = click.option("--kv-dtype", type=DTYPE, default=None, help="KV-cache dtype: bf16, fp8, int8")(func)
+    func = click.option("--moe-weight-dtype", type=DTYPE, default=None,
                         help="routed-expert weights, in --weight-dtype's forms")(func)
-    func = click.option("--weight-dtype", type=str, default=None,
+    func = click.option("--weight-dtype", type=DTYPE, default=None,
                         help="weights of every linear layer: bf16, fp8, fp8_block, int8 (W8A8), int4 (W4A16: 16-bit "
                              "activations), w4a8 (int4 weights, 8-bit activations: the W4A8 recipe), w4afp8, "
                              "w4a16, mxfp4, nvfp4 (default: the checkpoint's where the hardware runs it)")(func)

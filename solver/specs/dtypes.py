@@ -151,9 +151,15 @@ def kv_head_scale_bytes(kv_bytes: int) -> int:
 ACTIVATION_SPELLINGS = {"w4a8": "8bit", "w4afp8": "fp8", "w4a16": "bf16"}
 
 
+def format_key(name: str) -> str:
+    """A number-format name as the catalog and the engine profiles spell it (lower case, `_` for `-`: FP8 is fp8,
+    fp8-block is fp8_block); the input boundary (the command line's DTYPE) gives every reader this spelling."""
+    return name.strip().lower().replace("-", "_")
+
+
 def spelled_activation(name: str) -> str | None:
     """The activations a weight-format spelling names (ACTIVATION_SPELLINGS), else None."""
-    return ACTIVATION_SPELLINGS.get(name.lower().replace("-", "_"))
+    return ACTIVATION_SPELLINGS.get(format_key(name))
 
 
 def spelled_with(weights: str | None, activations: str | None) -> str | None:
@@ -171,7 +177,7 @@ def spelled_with(weights: str | None, activations: str | None) -> str | None:
 
 
 def number_format(name: str, field: str = "dtype") -> NumberFormat:
-    key = name.lower().replace("-", "_")
+    key = format_key(name)
     aliases = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "e4m3": "fp8", "w8a8": "int8",
                "fp8_e4m3": "fp8", **{k: "int4" for k in ACTIVATION_SPELLINGS}}
     key = aliases.get(key, key)
