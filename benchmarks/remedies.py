@@ -30,8 +30,6 @@ Remedy kinds (the text each is read from):
   SLA")
   cross_node_cards "N cards with --allow-cross-node (the planner found a configuration there[, SLAs aside])":
                   --cards N --allow-cross-node -> exit 0
-  try_cross_node  "the planner found none at N, ... cards (...) with TP inside a node (try --allow-cross-node)": a hint,
-                  tried at its first size N (disagg: a worker of N ranks per pool, 2N cards), SLAs dropped -> exit 0
   smaller_concurrency "a smaller --concurrency" (no value; not in a "relaxed together" line): --concurrency 1 -> exit 0
   (sweep: the remedies of its infeasible rows' notes, the sweep rerun with each; it works where a row is feasible)
   target          recommend "what would fit: a target up to X": --target-output-tokens-per-s X -> exit 0
@@ -271,12 +269,6 @@ def trials(kind: str, argv: list[str], code: int, text: str) -> list[Trial]:
                          text):
         base = _no_sla(argv) if m.group(2) else argv
         out.append(_simple("cross_node_cards", [*with_flag(base, "--cards", m.group(1)), "--allow-cross-node"]))
-    m = re.search(r"found (?:none|no \w+ worker) at ([\d, ]+) (?:cards|ranks) \(the sizes a memory screen passes\) "
-                  r"with TP inside a node \(try --allow-cross-node\)", text)
-    if m and "--allow-cross-node" not in argv:  # a hint at the sizes it names: the first of them, SLAs aside
-        first = m.group(1).split(",")[0].strip()
-        cards = first if kind != "disagg" else str(2 * int(first))  # disagg: a worker of each pool at that size
-        out.append(_simple("try_cross_node", [*with_flag(_no_sla(argv), "--cards", cards), "--allow-cross-node"]))
     if re.search(r"a smaller --concurrency(?! \d)", text) and "--concurrency" in argv and "relaxed together" not in text:
         out.append(_simple("smaller_concurrency", with_flag(argv, "--concurrency", "1")))
     out += _sla_relax(argv, text, aside)

@@ -69,3 +69,31 @@ def test_a_sweeps_per_hardware_dtype_keeps_its_hardware_name_and_reads_the_forma
                                     "vllm", "--kv-dtype", "h100_sxm=INT8", "--isl", "1000", "--osl", "200",
                                     "--scenarios", "throughput", "--time-limit", "2"])
     assert res.exit_code == 0, res.output
+
+
+def test_the_sizes_the_planner_found_none_at_are_said_with_what_binds_not_offered_as_what_would_fit() -> None:
+    """DeepSeek-V3.2 on 4 Atlas A3 under cann-recipes at ISL 500,000: "the planner found none at 72, 80, 84 cards"
+    names nothing to change, so it follows the memory terms and is no remedy (the error's remedies hold none);
+    before it stood alone under "what would fit"."""
+    import pytest
+
+    from solver.api import run_solve
+    from solver.errors import InfeasibleError
+    from solver.specs.scenario import Scenario
+
+    with pytest.raises(InfeasibleError) as err:
+        run_solve("deepseek-v3.2", "atlas_a3", 4, Scenario(isl=500000, osl=1024, concurrency=64),
+                  framework="cann-recipes", explain_binding=False)
+    assert "the planner found none at" in (err.value.terms or "") and "what would fit" not in str(err.value)
+    assert not any("found none" in r.text for r in err.value.remedies.options)
+
+
+def test_a_joint_memory_and_sla_bind_offers_no_sla_relaxation_where_no_memory_change_is_found() -> None:
+    """Llama-3.1-405B on 1 H100 at ISL 500,000, 1,000 sequences, TTFT 150 ms: memory and the SLA bind together and
+    no size holds the weights and the load, so "relax --ttft-ms" alone (which reruns infeasible) is not offered;
+    before, "relaxed together ... memory (no size from 2 to 32 cards ...) and the SLA (relax --ttft-ms)"."""
+    code = CliRunner().invoke(main, ["solve", "llama-3.1-405b", "--hardware", "h100_sxm", "--isl", "500000", "--osl",
+                                     "256", "--framework", "trtllm", "--cards", "1", "--ttft-ms", "150",
+                                     "--concurrency", "1000", "--time-limit", "3"])
+    assert code.exit_code == 1 and "no size from 2 to 32 cards holds the weights and 1,000 sequences)" in code.output \
+        and "what would fit" not in code.output, code.output

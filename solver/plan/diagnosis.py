@@ -78,9 +78,10 @@ def explain_infeasible(model: ModelSpec, hw: Hardware, prec: Precision, fw: Fram
         reach = _batch_reach(model, hw, fw, world, scenario, tables, sorted(batch_ids & set(binding)))
         remedies += [reach] if reach else []
     memory: list[Remedy] = []
+    tried: list[str] = []  # what the sizes tried found, stated with what binds (it names nothing to change)
     if "B.memory_per_rank" in binding or not binding or empty:
         # a group the rules empty has no layout at any sequence, batch or weight format: only the size helps
-        memory = memory_remedies(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts,
+        tried, memory = memory_remedies(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts,
                                   sizes_only=bool(empty) and "B.memory_per_rank" not in binding)
     slas = [b for b in binding if b.startswith("SLA")]
     sla: list[Remedy] = []  # relax the SLAs, then the cards and the concurrency that meet them
@@ -99,6 +100,8 @@ def explain_infeasible(model: ModelSpec, hw: Hardware, prec: Precision, fw: Fram
         remedies.append(Remedy(f"relaxed together, as neither suffices alone: memory "
                                f"({' or '.join(m.text for m in memory)}) and the SLA "
                                f"({'; '.join(r.text for r in sla)})", tuple(both.values())))
+    elif jointly and "B.memory_per_rank" in binding and not memory:
+        pass  # the SLA relaxed alone frees nothing and no memory change was found (`tried` says what was asked)
     else:
         remedies += memory + sla
     if stalled:
@@ -115,6 +118,7 @@ def explain_infeasible(model: ModelSpec, hw: Hardware, prec: Precision, fw: Fram
         " together (no one of them relaxed alone frees a configuration)" if jointly else "")
     if "B.memory_per_rank" in binding:
         terms.append(memory_terms(model, hw, prec, world, scenario, mem_opts))
+    terms += tried
     if empty:  # the emptied groups' lines name their rules themselves
         why = "; ".join(terms)
     elif terms:

@@ -81,12 +81,16 @@ def might_fit(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
 
 def memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
                      scenario: Scenario, params: SolverParams, allow_cross_node: bool,
-                     mem_opts: MemoryOptions | None, sizes_only: bool = False) -> list[Remedy]:
-    """What would make a deployment that memory rules out fit, each remedy checked or screened: a world size the
-    planner confirms, a smaller concurrency, a shorter sequence (where the screen passes at one token), weight
-    formats smaller than the current ones that the hardware takes. `sizes_only`: the world size alone (a group
-    the rules leave empty, which no sequence, batch or format refills)."""
+                     mem_opts: MemoryOptions | None, sizes_only: bool = False) -> tuple[list[str], list[Remedy]]:
+    """(what binds at the sizes tried, said with the binding constraints, not as remedies, since it names nothing
+    to change: the sizes the planner found none at, that no size holds the weights, the sizes the engine's rules
+    run nothing at; the remedies) for a deployment that memory rules out, each remedy checked or screened: a world
+    size the planner confirms (with --allow-cross-node where only that finds one), a smaller concurrency, a
+    shorter sequence (where the screen passes at one token), weight formats smaller than the current ones that the
+    hardware takes. `sizes_only`: the world size alone (a group the rules leave empty, which no sequence, batch or
+    format refills)."""
     out: list[Remedy] = []
+    said: list[str] = []
     aside = sla_changes_aside(scenario)  # each size is checked with the SLAs set aside
     ruled: dict[int, list[str]] = {}
     fits, planned = _fitting_world(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts, ruled)
@@ -95,8 +99,8 @@ def memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framewo
         out.append(Remedy(f"{fits} cards fit (the planner found a configuration there"
                           f"{sla_aside(scenario, ', SLAs aside')})", (Change("--cards", fits), *aside)))
     elif planned:
-        out.append(Remedy(f"the planner found none at {', '.join(map(str, planned))} cards (the sizes a memory "
-                          f"screen passes){wide}"))
+        said.append(f"the planner found none at {', '.join(map(str, planned))} cards (the sizes a memory screen "
+                    f"passes){wide}")
         across = across_nodes(model, hw, prec, fw, planned, scenario.model_copy(
             update={"ttft_ms": None, "tpot_ms": None}), params, mem_opts) if wide else None
         if across is not None:
@@ -109,15 +113,15 @@ def memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framewo
         # where the engine's rules leave only sizes below `world`, "none of them holds the weights" says nothing:
         # fewer cards hold more weights a rank
         if near and (max(near) > world or not ruled or sizes_only):
-            out.append(Remedy(f"no size from {min(near)} to {max(near)} cards holds the weights and {load}{wide}"))
+            said.append(f"no size from {min(near)} to {max(near)} cards holds the weights and {load}{wide}")
     larger = sorted(w for w in ruled if w > world)
     if fits is None and larger:
         # sizes the engine's rules run no configuration at, whatever the flags: said, not offered as a remedy
         rules = sorted({r for w in larger for r in ruled[w]})
         at = ", ".join(map(str, larger)) if len(larger) <= 3 else f"{larger[0]} to {larger[-1]}"
-        out.append(Remedy(f"{fw.name} runs no larger size ({', '.join(rules)} at {at} cards)"))
+        said.append(f"{fw.name} runs no larger size ({', '.join(rules)} at {at} cards)")
     if sizes_only:
-        return out
+        return said, out
     fewer = _most_concurrency(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts)
     if fewer:
         out.append(fewer)
@@ -127,7 +131,7 @@ def memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framewo
     cheaper = smaller_weights(model, hw, prec, lambda p: might_fit(model, hw, p, fw, world, scenario, mem_opts))
     if cheaper:
         out.append(cheaper)
-    return out
+    return said, out
 
 
 def inside_node(hw: Hardware, fw: FrameworkProfile, sizes: Sequence[int], allow_cross_node: bool) -> str:
