@@ -26,7 +26,7 @@ def _w4a8_checkpoint(folder: Path) -> Path:
 def test_a_checkpoints_own_w4a8_is_refused_where_the_engine_runs_no_w4a8_kernel(tmp_path: Path) -> None:
     """vLLM runs W4A8 on CUDA only (vllm.yaml weight_dtype_requires): the checkpoint's own W4A8_AWQ, with no flag,
     priced as int4 with FP8 activations (w4afp8) on MI300X, is refused in one line naming the checkpoint's field,
-    exit 2, as `--weight-dtype w4a8` is; on H100 it plans. Before, MI300X planned it (exit 1, no deployment)."""
+    exit 2, as `--weight-dtype w4a8` is; on H100 it plans. Before, MI300X planned it (exit 0)."""
     ckpt = str(_w4a8_checkpoint(tmp_path / "ckpt"))
     base = ["solve", ckpt, "--cards", "1", "--framework", "vllm", "--top", "1"]
     res = CliRunner().invoke(main, [*base, "--hardware", "mi300x"])
