@@ -210,7 +210,7 @@ def _batch_reach(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: in
 def relax_slas(slas: list[str], together: bool = False) -> str:
     """'relax' and the flags of the binding SLA families (both if none is one of them); `together`: they free a
     configuration only relaxed at once, which the line says."""
-    flags = [SLA_FLAGS[s][0] for s in slas if s in SLA_FLAGS]
+    flags = [SLA_FLAGS[s].flag for s in slas if s in SLA_FLAGS]
     if together and len(flags) > 1:
         return "relax " + " and ".join(flags) + " together"
     return "relax " + ("/".join(flags) or "--ttft-ms/--tpot-ms")
@@ -225,16 +225,16 @@ def _sla_reach(planner: cpsat.Planner, tables: Tables, world: int, slas: list[st
     # none (an engine's batch rule, a memory that holds only more sequences per DP group)
     b, p = next(((b, p) for b in tables.batches if (p := planner.best(b, relaxed=frozenset(slas)))), (None, None))
     if p is None:
-        return Remedy(relax_slas(slas, together), tuple(Change(SLA_FLAGS[s][0], None) for s in slas))
+        return Remedy(relax_slas(slas, together), tuple(Change(SLA_FLAGS[s].flag, None) for s in slas))
     fig = planner.latency_of(b, dict(p.picks))[1]
     cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
     knobs = " ".join(f"{k}={v}" for k, v in cfg.knobs().items() if v > 1) or "all knobs 1"
     # rounded up: each figure is quoted as the cap to pass (--tpot-ms 33.1 misses a TPOT of 33.14 ms)
-    caps = {s: three_figures(getattr(fig, SLA_FLAGS[s][1]) * 1e3, up=True) for s in slas}
-    shown = ", ".join(f"{SLA_FLAGS[s][2]} {cap} ms" for s, cap in caps.items())
+    caps = {s: three_figures(getattr(fig, SLA_FLAGS[s].figure) * 1e3, up=True) for s in slas}
+    shown = ", ".join(f"{SLA_FLAGS[s].name} {cap} ms" for s, cap in caps.items())
     return Remedy(f"{relax_slas(slas, together)}: the fastest configuration at concurrency {b} on {world} "
                   f"card{'s' if world != 1 else ''} ({knobs}) shows {shown}",
-                  tuple(Change(SLA_FLAGS[s][0], float(cap.replace(",", ""))) for s, cap in caps.items()))
+                  tuple(Change(SLA_FLAGS[s].flag, float(cap.replace(",", ""))) for s, cap in caps.items()))
 
 
 def _sla_world(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,

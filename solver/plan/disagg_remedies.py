@@ -11,7 +11,7 @@ from solver.plan.disagg import MAX_EVALUATED, _Pair, _concurrency, _pairs, sla_m
 from solver.plan.disagg_pools import cards_for, phase_framework, phase_scenario
 from solver.plan.disagg_floor import PrefillScreen
 from solver.plan.diagnosis import SLA_FLAGS, memory_terms, relax_slas
-from solver.plan.memory_remedies import (SLA_SCENARIO, across_nodes, backed_off, first_that_plans, inside_node,
+from solver.plan.memory_remedies import (across_nodes, backed_off, first_that_plans, inside_node,
                                          longest_isl_screened, memory_question, might_fit, quick_params, sla_aside,
                                          sla_changes_aside, smaller_weights)
 from solver.specs.launch_spec import POOL_NAMES, pool_role
@@ -94,7 +94,7 @@ def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, In
         bigger = _fewest_cards(job, scenario, fronts)
         # a looser SLA: how far, as the SLAs' floors at this concurrency (none where no deployment fits without
         # them: then looser SLAs are no remedy)
-        given = [b for b, f in SLA_SCENARIO.items() if getattr(scenario, f) is not None]
+        given = [b for b, f in SLA_FLAGS.items() if getattr(scenario, f.field) is not None]
         looser = None if bigger else _sla_floor(job, scenario, given)
         more = (Remedy(f"{bigger[0]} cards ({bigger[1]} prefill worker(s) of {bigger[2]} ranks and {bigger[3]} "
                        f"decode worker(s) of {bigger[4]})", (Change("--cards", bigger[0]),)) if bigger else
@@ -213,10 +213,10 @@ def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> Remedy | 
     with those SLAs set aside (pools planned without them, pairs taken in order of the figure's estimate without
     queueing), so the floor is the same whatever value of the SLA was given. None when no SLA binds, or when no
     deployment evaluated fits with them set aside (memory binds too: relaxing them alone is no remedy)."""
-    slas = [b for b in binding if b in SLA_SCENARIO]
+    slas = [b for b in binding if b in SLA_FLAGS]
     if not slas:
         return None
-    relaxed = scenario.model_copy(update={SLA_SCENARIO[b]: None for b in slas})
+    relaxed = scenario.model_copy(update={SLA_FLAGS[b].field: None for b in slas})
     # a TTFT floor alone reads the pairs of lowest TTFT estimate: the prefill steps whose points all lie past them
     # are not planned (disagg_floor); a TPOT floor reads every prefill point's pairs
     screen = PrefillScreen(job, relaxed) if slas == ["SLA.ttft"] else None
@@ -225,7 +225,7 @@ def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> Remedy | 
     estimates: dict[int, DisaggEstimate] = {}  # pair index -> its full estimate (each evaluated once)
     lows: dict[str, str] = {}  # the SLA's flag -> its lowest figure, as quoted
     for b in slas:
-        _, attr, _ = SLA_FLAGS[b]
+        attr = SLA_FLAGS[b].figure
         order = ttft_order if b == "SLA.ttft" else (lambda t: (t.d.estimate.tpot_s, t.conc))
         fitting = []
         for i in sorted(range(len(pairs)), key=lambda i: order(pairs[i]))[:MAX_EVALUATED]:
@@ -239,12 +239,12 @@ def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> Remedy | 
     if not lows:  # no deployment evaluated fits with the SLAs set aside: relaxing them is no remedy alone
         return None
     aside = "them" if len(slas) > 1 else "it"
-    shown = " and ".join(f"the lowest {SLA_FLAGS[b][2]} is {low} ms" for b, low in lows.items())
+    shown = " and ".join(f"the lowest {SLA_FLAGS[b].name} is {low} ms" for b, low in lows.items())
     # the first floor applied, the other binding SLAs set aside (each floor is over the deployments without them)
     first = next(iter(lows))
     return Remedy(relax_slas(slas) + f": with {aside} set aside, of the {len(estimates)} deployments evaluated"
                   f"{_at_fixed(job)} {shown}",
-                  tuple(Change(SLA_FLAGS[b][0], float(lows[b].replace(",", "")) if b == first else None)
+                  tuple(Change(SLA_FLAGS[b].flag, float(lows[b].replace(",", "")) if b == first else None)
                         for b in slas))
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 from solver.errors import Change, InfeasibleError, Remedy
 from solver.estimate.memory import memory_per_rank
@@ -373,17 +373,25 @@ def rules_leaving_no_layout(model: ModelSpec, hw: Hardware, fw: FrameworkProfile
             or sorted({p.rule for p in space.pruned if p.knob in GROUPS["attn"]}))
 
 
-# a binding SLA family -> (its flag, the figure's attribute on Figures and estimates, the figure's name)
-SLA_FLAGS = {"SLA.ttft": ("--ttft-ms", "ttft_s", "TTFT"), "SLA.tpot": ("--tpot-ms", "tpot_s", "TPOT")}
-SLA_FIELDS = tuple(f for f, _, _ in SLA_FLAGS.values())  # the SLA flags, as a remedy sets them aside
-SLA_SCENARIO = {"SLA.ttft": "ttft_ms", "SLA.tpot": "tpot_ms"}  # a binding SLA family -> its Scenario field
+class SlaFamily(NamedTuple):
+    """A binding SLA family as the remedies read it: its flag, the figure's attribute on Figures and estimates, the
+    figure's name, and the Scenario field that holds its limit."""
+
+    flag: str
+    figure: str
+    name: str
+    field: str
+
+
+SLA_FLAGS = {"SLA.ttft": SlaFamily("--ttft-ms", "ttft_s", "TTFT", "ttft_ms"),
+             "SLA.tpot": SlaFamily("--tpot-ms", "tpot_s", "TPOT", "tpot_ms")}
+SLA_FIELDS = tuple(f.flag for f in SLA_FLAGS.values())  # the SLA flags, as a remedy sets them aside
 
 
 def sla_changes_aside(scenario: Scenario) -> tuple[Change, ...]:
     """The changes that set the scenario's SLAs aside (a remedy checked without them, which sla_aside says in
     words): each given SLA flag removed."""
-    return tuple(Change(SLA_FLAGS[b][0], None) for b, field in SLA_SCENARIO.items()
-                 if getattr(scenario, field) is not None)
+    return tuple(Change(f.flag, None) for f in SLA_FLAGS.values() if getattr(scenario, f.field) is not None)
 
 
 def sla_aside(scenario: Scenario, text: str) -> str:
