@@ -15,3 +15,15 @@ def test_vllm_refuses_w4afp8_on_rocm_as_it_refuses_w4a8() -> None:
     assert res.exit_code == 2 and res.output.startswith("error: --weight-dtype: weight dtype w4afp8") \
         and "w4a16 runs" in res.output and res.output.count("\n") == 1, res.output
     assert CliRunner().invoke(main, [*base, "--hardware", "h100_sxm"]).exit_code == 0
+
+
+def test_a_role_copy_asked_for_its_profiles_role_is_that_profile():
+    """for_role changes the role from the profile a copy was made from: a prefill worker's profile asked for no
+    role (or a decode worker's, which reads prefill_role false as well) is the engine's profile itself, not a copy of
+    the copy, so memos keyed by the profile's identity serve it."""
+    from solver.specs.framework import load_framework
+
+    fw = load_framework("sglang")
+    prefill = fw.for_role("prefill")
+    assert prefill is not fw and prefill.for_role("prefill") is prefill
+    assert prefill.for_role(None) is fw and prefill.for_role("decode") is fw

@@ -245,6 +245,9 @@ class FrameworkProfile(BaseModel):
 
     # the serving role its rules read (prefill_role): set by for_role, never by a profile file
     _prefill_role: bool = PrivateAttr(False)
+    # the profile a role copy was made from without extra rules (for_role changes the role from it, and hands it
+    # back for its own role)
+    _base: "FrameworkProfile | None" = PrivateAttr(None)
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     description: str
@@ -414,23 +417,28 @@ class FrameworkProfile(BaseModel):
     def for_role(self, role: str | None, extra: "tuple[Rule, ...] | list[Rule]" = ()) -> "FrameworkProfile":
         """This profile as a worker of `role` runs it (a disaggregated pool's, "prefill" or "decode"; None: one
         aggregated server), with `extra` rules beside its own: every rule reads `prefill_role` as that role. Where
-        neither the role the rules read nor the rules change, the profile itself; otherwise a copy (its rules copied
-        and bound again, the profile's untouched), one per (profile, role) without `extra`, so the planner's memos
-        keyed by a profile's identity serve every plan of a role."""
+        neither the role the rules read nor the rules change, the profile itself (a copy asked for its profile's role:
+        that profile); otherwise a copy of the profile (its rules copied and bound again, the profile's untouched),
+        one per (profile, role) without `extra`, so the planner's memos keyed by a profile's identity serve every
+        plan of a role."""
         if role is not None and role not in DISAGG_ROLES:
             raise InputError("role", f"{role}: a pool is one of {', '.join(DISAGG_ROLES)}")
         prefill = role == "prefill"
         if prefill == self._prefill_role and not extra:
             return self
+        base = self._base or self  # a copy's role is changed from its profile's, never stacked on the copy
+        if prefill == base._prefill_role and not extra:
+            return base
 
         def build() -> "FrameworkProfile":
-            rules = [r.model_copy() for r in (*self.rules, *extra)]
-            copy = self.model_copy(update={"rules": rules})
+            rules = [r.model_copy() for r in (*base.rules, *extra)]
+            copy = base.model_copy(update={"rules": rules})
             copy._prefill_role = prefill
+            copy._base = None if extra else base  # a copy with rules of its own stays their base
             for rule in rules:
                 rule.bind(copy.rule_aliases)
             return copy
-        return build() if extra else _FOR_ROLE.get((self,), prefill, build)
+        return build() if extra else _FOR_ROLE.get((base,), prefill, build)
 
     def pool_figures(self, pools: Mapping[str, "ParallelConfig"]) -> dict[str, int]:
         """Each pool's sizes as the launch names `<role>_<figure>` (launch_spec.POOL_NAMES): its world (one pipeline
