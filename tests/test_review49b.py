@@ -1,6 +1,7 @@
 """Stop 49, second review: rules the late merges got wrong, one test each."""
 from __future__ import annotations
 
+import pytest
 from click.testing import CliRunner
 
 from solver.cli.main import main
@@ -27,3 +28,16 @@ def test_a_role_copy_asked_for_its_profiles_role_is_that_profile():
     prefill = fw.for_role("prefill")
     assert prefill is not fw and prefill.for_role("prefill") is prefill
     assert prefill.for_role(None) is fw and prefill.for_role("decode") is fw
+
+
+@pytest.mark.slow  # a disaggregated plan (~3 s)
+def test_a_plan_whose_attention_choices_form_no_layout_is_refused_not_a_fault():
+    """The tables size their memory entries at the least step budget of the views (the EP kernels' own budget beside
+    the scheduler's); where no attention choice forms a layout (Kimi-K3's 1.56 TB of weights on one H800 rank)
+    there is no view, and the scheduler's budget stands: an exit-1 refusal naming the memory, not
+    `min() arg is an empty sequence` (remedies.py --cases 100 --seed 9 --disagg drew it)."""
+    r = CliRunner().invoke(main, ["solve", "kimi-k3", "--hardware", "h800", "--isl", "4096", "--osl", "256",
+                                  "--framework", "vllm", "--cards", "2", "--serving", "disagg", "--ttft-ms", "800",
+                                  "--tpot-ms", "40", "--time-limit", "3"])
+    assert r.exit_code == 1, r.output
+    assert "internal error" not in r.output and "exceed 1 x 81.6 GB" in " ".join(r.output.split())

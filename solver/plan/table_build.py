@@ -138,7 +138,8 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
     entry_opts = mem_opts
     if kernel_budgets(f, model):
         probe = Tables(W, choices, (), {}, 0.0, 0.0, 0, model, hw, prec, f, scenario, {}, mem_opts)
-        least = min(probe.view_budget(k) for k in probe.layouts()) if choices["attn"] else mem_opts.token_budget
+        # no layout (every attention choice's MoE partners screened out): no view, the scheduler's budget
+        least = min((probe.view_budget(k) for k in probe.layouts()), default=mem_opts.token_budget)
         if least != mem_opts.token_budget:
             entry_opts = replace(mem_opts, token_budget=least)
     fixed = {(g, i): group_memory(g, model, pc, prec, entry_opts, params, groups, 0, scenario.max_seq_len,
