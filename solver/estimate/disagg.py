@@ -76,7 +76,7 @@ slowest the deployment spans (transfer_tier: the router pairs any prefill worker
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from solver.estimate import comm
@@ -510,9 +510,10 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
     # the rest: kv_transfer), so it holds their weights and that cache too
     # and a forward holds every prompt of its step, as priced (its command's budget holds them: launch.emit)
     step_prompts = shape.prompts_per_step * shape.prefill_replicas
+    # a prefill worker's own command: its step budget and its EP kernels' buffers (MemoryOptions.prefill_worker)
     pmem = memory_per_rank(model, hw, prefill_pc, prec, step_prompts, wl.isl,
-                           workload_options(pre_opts, wl.isl,
-                                            step_prompts=step_prompts if f_prefill.prefill_budget_set else None),
+                           replace(workload_options(pre_opts, wl.isl, step_prompts=step_prompts
+                                                    if f_prefill.prefill_budget_set else None), prefill_worker=True),
                            mtp_layers=wl.mtp)
     dmem = memory_per_rank(model, hw, decode_pc, prec, shape.running * shape.decode_replicas, wl.isl + wl.osl,
                            dec_opts, mtp_layers=wl.mtp)

@@ -407,6 +407,12 @@ class FrameworkProfile(BaseModel):
         return self.serving.ep_kernels
 
     @property
+    def prefill_role(self) -> bool:
+        """Whether this profile is read as a disaggregated prefill worker's (for_role("prefill")): the memory side
+        sizes that worker's own buffers (memory_options.MemoryOptions.prefill_worker)."""
+        return self._prefill_role
+
+    @property
     def rule_aliases(self) -> tuple[tuple[str, tuple[str, ...] | str], ...]:
         """What the names a rule reads by the profile's definition stand for: the group names (group_products) and
         the named expressions (profile_rules.NAMED_EXPRESSIONS), each the one text its command is built from."""

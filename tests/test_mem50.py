@@ -1,0 +1,65 @@
+"""Stop 50: memory and pricing items stop 49 left open (benchmarks/README.md, "Stop 50: memory and pricing items
+left open, closed"): a vLLM prefill worker's all-to-all buffers, SGLang NGRAM's verified tree, and int8 KV's
+scale bytes as a field of the KV format."""
+from __future__ import annotations
+
+from solver.estimate.buffers import a2a_buffer_bytes
+from solver.estimate.compute import factors_for
+from solver.estimate.disagg import DisaggWorkload, estimate_disagg
+from solver.estimate.memory import memory_per_rank
+from solver.estimate.memory_options import framework_options
+from solver.plan.disagg_pools import pool_framework
+from solver.plan.solve import plan_inputs
+from solver.specs.framework import load_framework
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.parallel import ParallelConfig
+from solver.specs.precision import resolve_precision
+from solver.specs.scenario import Scenario
+
+GIB = 2**30
+
+
+def _ds_ep16():
+    """DeepSeek-V3.2 EP16 over two 8-H200 nodes: vLLM's DeepEP condition holds (attention DP, EP past a node)."""
+    return load_model("deepseek-v3.2"), load_hardware("h200_sxm"), ParallelConfig(world_size=16)
+
+
+def test_vllm_prefill_worker_allocates_the_high_throughput_buffers_not_the_low_latency_one():
+    """--all2all-backend deepep_high_throughput (a prefill worker's command): 1 GiB NVLink + 1 GiB RDMA where the
+    EP group spans nodes (all2all.py:257-288), whatever its step budget; the co-located command keeps the
+    low-latency buffer at its 256-token budget."""
+    model, hw, pc = _ds_ep16()
+    fw = load_framework("vllm")
+    worker = framework_options(fw.for_role("prefill"), hw=hw)
+    colocated = framework_options(fw, hw=hw)
+    assert worker.prefill_worker and not colocated.prefill_worker
+    assert a2a_buffer_bytes(model, hw, pc, worker, 64) == 2 * GIB
+    assert a2a_buffer_bytes(model, hw, pc, colocated, 64) == GIB + 2 * (2 * 2 * 470_286_336 + 1_024)
+
+
+def test_prefill_workers_memory_keeps_the_schedulers_step_budget():
+    """A prefill worker's command keeps --max-num-batched-tokens 8192 under DeepEP (launch.emit: step_default of
+    the prefill role), so its memory holds an 8,192-token chunk, not the low-latency kernels' 256."""
+    model, hw, pc = _ds_ep16()
+    fw = load_framework("vllm")
+    prec = resolve_precision(model, hw, None, None, None)
+    worker = memory_per_rank(model, hw, pc, prec, 64, 4096, framework_options(fw.for_role("prefill"), hw=hw))
+    colocated = memory_per_rank(model, hw, pc, prec, 64, 4096, framework_options(fw, hw=hw))
+    assert worker.activation_bytes > 8 * colocated.activation_bytes
+
+
+def test_a_prefill_pools_plan_and_estimate_size_the_workers_buffers():
+    """The planner's prefill pool (its profile read as the prefill role: pool_framework) and the disaggregated
+    estimate's prefill memory both size the prefill worker's buffers."""
+    model, hw, pc = _ds_ep16()
+    fw = load_framework("vllm")
+    _, _, opts = plan_inputs(model, hw, pool_framework(fw), 16, Scenario(isl=4096, osl=1, phase="prefill",
+                                                                        max_concurrency=16))
+    assert opts.prefill_worker and a2a_buffer_bytes(model, hw, pc, opts, 1) == 2 * GIB
+    f = factors_for(hw, fw.efficiency_for(hw))
+    prec = resolve_precision(model, hw, None, None, None)
+    est = estimate_disagg(model, hw, pc, pc, prec, f, f, DisaggWorkload(isl=4096, osl=1024, concurrency=256))
+    # the 2 GiB and the EP staging of its 16 x 4,096-token step (1.88 GB); the low-latency buffer at 256 tokens
+    # alone would be 1 GiB + 3.76 GB
+    assert 2 * GIB < est.prefill_memory.comm_buffer_bytes < 4 * GIB
