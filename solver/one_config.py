@@ -375,7 +375,8 @@ def deployment_workload(dep: Deployment) -> Workload:
     from solver.estimate.serving import Workload
 
     w = dep.workload
-    mtp = {"mtp": dep.mtp, **({"mtp_accept": dep.mtp_accept} if dep.mtp_accept is not None else {})}
+    mtp = {"mtp": dep.mtp, **({"mtp_accept": dep.mtp_accept} if dep.mtp_accept is not None else {}),
+           **({"verify_tokens": dep.verify_tokens} if dep.verify_tokens is not None else {})}
     if w.phase == "serving":
         return Workload("serving", isl=w.isl, osl=w.osl, concurrency=w.concurrency, prefix_hit=w.prefix_hit, **mtp)
     if w.phase == "decode" and w.isl is not None:

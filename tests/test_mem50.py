@@ -3,6 +3,8 @@ left open, closed"): a vLLM prefill worker's all-to-all buffers, SGLang NGRAM's 
 scale bytes as a field of the KV format."""
 from __future__ import annotations
 
+import pytest
+
 from solver.estimate.buffers import a2a_buffer_bytes
 from solver.estimate.compute import factors_for
 from solver.estimate.disagg import DisaggWorkload, estimate_disagg
@@ -63,3 +65,51 @@ def test_a_prefill_pools_plan_and_estimate_size_the_workers_buffers():
     # the 2 GiB and the EP staging of its 16 x 4,096-token step (1.88 GB); the low-latency buffer at 256 tokens
     # alone would be 1 GiB + 3.76 GB
     assert 2 * GIB < est.prefill_memory.comm_buffer_bytes < 4 * GIB
+
+
+SG_NGRAM = ("python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --tp 8 --speculative-algorithm NGRAM "
+            "--speculative-num-steps 3")
+VLLM_NGRAM = ("vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --speculative-config "
+              "'{\"method\":\"ngram\",\"num_speculative_tokens\":3,\"prompt_lookup_max\":4}'")
+
+
+def _command(command: str):
+    from solver.launch.check_command import command_deployment
+
+    return command_deployment(command, "h200_sxm", isl=4096, osl=512, concurrency=32, mtp_accept=0.7)[1]
+
+
+def test_sglang_ngram_is_checked_at_the_tree_of_draft_tokens_its_command_verifies():
+    """NGRAM's verify forward runs --speculative-num-draft-tokens tokens a request (ngram_worker.py:367-381), 12
+    where the command leaves it out (speculative_hook.py:1314-1323); the depth stays --speculative-num-steps."""
+    given = _command(SG_NGRAM + " --speculative-num-draft-tokens 8")
+    assert (given.mtp, given.verify_tokens, given.draft) == (3, 8, "lookup")
+    assert _command(SG_NGRAM).verify_tokens == 12
+
+
+def test_vllm_ngram_verifies_a_chain_of_one_plus_its_depth():
+    dep = _command(VLLM_NGRAM)
+    assert (dep.mtp, dep.verify_tokens) == (3, None)
+
+
+def test_a_verify_step_runs_the_tree_and_accepts_as_the_chain():
+    """The decode step's work is verify_tokens a sequence; the tokens it yields stay 1 + a + a^2 + a^3."""
+    from dataclasses import replace
+
+    from solver.estimate.figures import step_plan
+    from solver.estimate.serving import estimate
+    from solver.estimate.workload import Workload, mtp_tokens_per_step
+
+    model, hw = load_model("qwen3-8b"), load_hardware("h100_sxm")
+    f = factors_for(hw, load_framework("sglang").efficiency_for(hw))
+    chain = Workload.decode_of(32, 2000, 500, mtp=3, mtp_accept=0.6)
+    tree = replace(chain, verify_tokens=8)
+    pc = ParallelConfig(world_size=1)
+    assert step_plan(model, pc, f, tree).dec_work.new_tokens == 32 * 8
+    assert step_plan(model, pc, f, chain).dec_work.new_tokens == 32 * 4
+    prec = resolve_precision(model, hw, None, None, None)
+    a, b = estimate(model, hw, pc, prec, f, chain), estimate(model, hw, pc, prec, f, tree)
+    assert b.decode.time_s > a.decode.time_s
+    # the tokens a step yields are the chain's at --mtp-accept: 1 + a + a^2 + a^3
+    c = estimate(model, hw, pc, prec, f, replace(tree, mtp_accept=0.8))
+    assert b.tpot_s / c.tpot_s == pytest.approx(mtp_tokens_per_step(3, 0.8) / mtp_tokens_per_step(3, 0.6))
