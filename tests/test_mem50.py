@@ -113,3 +113,18 @@ def test_a_verify_step_runs_the_tree_and_accepts_as_the_chain():
     # the tokens a step yields are the chain's at --mtp-accept: 1 + a + a^2 + a^3
     c = estimate(model, hw, pc, prec, f, replace(tree, mtp_accept=0.8))
     assert b.tpot_s / c.tpot_s == pytest.approx(mtp_tokens_per_step(3, 0.8) / mtp_tokens_per_step(3, 0.6))
+
+
+def test_int8_kv_scales_are_a_field_of_the_kv_format_not_an_int_subclass():
+    """The element bytes are a plain int and the per-token-head scales an explicit field (dtypes.KVFormat) the
+    layers read: int8 and fp8 caches share 1 B elements and differ in the format alone."""
+    from solver.specs.dtypes import KVFormat
+
+    model, hw = load_model("llama-3.1-70b"), load_hardware("h100_sxm")
+    int8 = resolve_precision(model, hw, kv_dtype="int8")
+    fp8 = resolve_precision(model, hw, kv_dtype="fp8")
+    assert type(int8.kv_bytes) is int and int8.kv_bytes == fp8.kv_bytes == 1
+    assert (int8.kv_format, fp8.kv_format) == (KVFormat(1, 8), KVFormat(1, 0))
+    layer = next(layer.mixer for layer in model.layers)
+    assert layer.state(int8.kv_format, 8).per_token_bytes == 2 * 128 + 8
+    assert layer.state(fp8.kv_format, 8).per_token_bytes == 2 * 128
