@@ -67,6 +67,23 @@ def test_a_prefill_pools_plan_and_estimate_size_the_workers_buffers():
     assert 2 * GIB < est.prefill_memory.comm_buffer_bytes < 4 * GIB
 
 
+def test_check_command_of_a_prefill_worker_sizes_its_own_buffers():
+    """check --command of a kv_producer running deepep_high_throughput (the pool's launch) prices the memory the
+    planner gave its pool: 2 GiB of all-to-all buffers, not the low-latency buffer."""
+    from solver.launch.check_command import command_deployment
+    from solver.one_config import check_command_deployment
+
+    command = ("vllm serve deepseek-ai/DeepSeek-V3.2 --prefill-context-parallel-size 16 --enable-expert-parallel "
+               "--all2all-backend deepep_high_throughput --nnodes 2 --node-rank 0 --master-addr 10.0.0.1 "
+               "--max-num-seqs 2 --max-num-batched-tokens 8192 --max-model-len 5120 --kv-cache-dtype bfloat16 "
+               "--kv-transfer-config '{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_producer\"}'")
+    r, dep = command_deployment(command, "h100_sxm", 16, isl=4096, osl=1024, concurrency=2)
+    res = check_command_deployment(r, dep, "h100_sxm")
+    assert res.framework.prefill_role
+    # 66.92 GB a rank before (the low-latency buffer at the 256-token budget): the planner's pool figure, 64.23
+    assert round(res.review.estimate.memory.model_bytes / 1e9, 2) == 64.23
+
+
 SG_NGRAM = ("python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --tp 8 --speculative-algorithm NGRAM "
             "--speculative-num-steps 3")
 VLLM_NGRAM = ("vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --speculative-config "
