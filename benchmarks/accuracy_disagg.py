@@ -132,7 +132,7 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
                              shape.prompts_per_step)
         dec_d = decode_step(d.model, d.hw, d.pc, d.prec, replace(base, dequant_gemm=DEQUANT_PROBE), batch,
                             wl.isl + wl.osl / 2, wl.mtp, wl.osl)
-    xfer = kv_transfer(d.model, d.hw, p.pc, d.pc, d.prec.kv_bytes, wl.isl, prefill_workers=wl.prefill_workers,
+    xfer = kv_transfer(d.model, d.hw, p.pc, d.pc, d.prec.kv_format, wl.isl, prefill_workers=wl.prefill_workers,
                        decode_workers=wl.decode_workers, over_nics=d.framework.kv_handoff_over_nics)
     complete = is_complete(row)
     draft = wl.mtp if d.model.num_mtp_layers else 0

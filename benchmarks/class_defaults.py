@@ -34,6 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from solver.specs.dtypes import KV16
 from solver.errors import InputError  # noqa: E402
 from solver.estimate.request_state import state_of_layers  # noqa: E402
 from solver.estimate.params import count_params  # noqa: E402
@@ -214,7 +215,7 @@ def _fingerprint(cfg: dict[str, Any]) -> tuple:
     try:
         spec = parse_model_config(json.loads(json.dumps(cfg)), "check")
         kinds = tuple(layer.mixer.kind if layer.mixer is not None else "-" for layer in spec.layers)
-        state = state_of_layers(spec.layer_groups, 2, 1, 8192)
+        state = state_of_layers(spec.layer_groups, KV16, 1, 8192)
         return ("count", count_params(spec).total, kinds, round(state.kv + state.index + state.constant))
     except InputError as e:
         return ("refused", str(e))

@@ -34,6 +34,7 @@ for p in (HERE.parent, HERE):
 
 from published_rows import PUBLISHED, Published, metric_value, published_case  # noqa: E402
 from verified_agreement import pattern  # noqa: E402
+from solver.specs.dtypes import KVFormat
 from solver.api import run_solve  # noqa: E402
 from solver.errors import ShardplanError  # noqa: E402
 from solver.estimate.compute import factors_for  # noqa: E402
@@ -86,14 +87,14 @@ def solve_dtypes(case: Case, row: dict) -> tuple[str | None, str | None, str | N
     case_from_row resolves): the row's formats, else the checkpoint's where the row's GEMM format applies to the
     experts only (an NVFP4 MoE checkpoint) or to groups the checkpoint keeps in 16 bits."""
     gemm, moe = weight_formats(row)
-    kv = {1: "fp8", 2: None}.get(case.prec.kv_bytes)
+    kv = {KVFormat(1): "fp8", KVFormat(2): None}.get(case.prec.kv_format)
     for w, m in ((gemm, moe), (None, moe), (None, None)):
         try:
             prec = resolve_precision(case.model, case.hw, w, m if case.model.is_moe else None, kv)
         except ShardplanError:
             continue
-        if (prec.weights, prec.activation, prec.kv_bytes) == (case.prec.weights, case.prec.activation,
-                                                              case.prec.kv_bytes):
+        if (prec.weights, prec.activation, prec.kv_format) == (case.prec.weights, case.prec.activation,
+                                                               case.prec.kv_format):
             return w, (m if case.model.is_moe else None), kv
     raise SystemExit(f"{case.model.name}: no solve flags give the row's precision {case.prec}")
 

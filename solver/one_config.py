@@ -375,7 +375,8 @@ def deployment_workload(dep: Deployment) -> Workload:
     from solver.estimate.serving import Workload
 
     w = dep.workload
-    mtp = {"mtp": dep.mtp, **({"mtp_accept": dep.mtp_accept} if dep.mtp_accept is not None else {})}
+    mtp = {"mtp": dep.mtp, **({"mtp_accept": dep.mtp_accept} if dep.mtp_accept is not None else {}),
+           **({"verify_tokens": dep.verify_tokens} if dep.verify_tokens is not None else {})}
     if w.phase == "serving":
         return Workload("serving", isl=w.isl, osl=w.osl, concurrency=w.concurrency, prefix_hit=w.prefix_hit, **mtp)
     if w.phase == "decode" and w.isl is not None:
@@ -444,7 +445,12 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     prev = ParallelConfig(world_size=world, **dep.previous_parallel_config) if dep.previous_parallel_config else None
     prec = resolve_precision(spec, hw, dep.quant.weights, dep.quant.moe_weights, dep.quant.kv_cache,
                              fields=dep.fields)
-    r = review(spec, hw, fw, pc, prec, wl, dep.mtp, dep.enable_online_split_weight, prev, estimator=estimator)
+    # a prefill pool's worker sizes its own command's buffers and step budget (memory_options.role_options)
+    from solver.estimate.memory_options import MemoryOptions, role_options
+
+    worker = role_options(MemoryOptions(), fw) if fw.prefill_role else None
+    r = review(spec, hw, fw, pc, prec, wl, dep.mtp, dep.enable_online_split_weight, prev, mem_opts=worker,
+               estimator=estimator)
     if dep.afd and r.estimate is not None:
         from solver.estimate.afd import afd_notes
 

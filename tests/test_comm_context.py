@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from solver.specs.dtypes import KV16
 from solver.estimate.compute import Work
 from solver.estimate.factors import factors_for
 from solver.estimate.disagg import kv_bytes_per_request, kv_transfer
@@ -32,7 +33,7 @@ def test_kv_transfer_on_a_full_mesh_drives_one_link_per_peer() -> None:
     recv = send = 8 heads / 4 x 256 values x 2 B x 80 layers x 2048 tokens = 671,088,640 / 4 = 167,772,160 B;
     t = 10 us + 167,772,160 / (64e9 x 0.7) = 10 us + 3.7449 ms (the whole 448 GB/s would claim 0.535 ms)."""
     hw = load_hardware("mi355x")
-    t = kv_transfer(load_model(L70), hw, _tp(4), _tp(4), 2, 2048)
+    t = kv_transfer(load_model(L70), hw, _tp(4), _tp(4), KV16, 2048)
     assert t.tier == "intra_node"
     assert t.recv_bytes_per_rank == t.send_bytes_per_rank == 671_088_640 / 4
     assert t.time_s == pytest.approx(MESH_LAT + 167_772_160 / (MESH_LINK_BPS * MESH_EFF))
@@ -44,8 +45,8 @@ def test_kv_transfer_to_more_receivers_drives_a_link_to_each() -> None:
     whole = (512 + 64) x 2 B x 61 x 2048 = 143,917,056 B; send 4 x whole over 4 links, recv whole over 1:
     t = 10 us + 4 whole / (4 x 64e9 x 0.7) = 10 us + whole / 44.8e9 = 10 us + 3.2124 ms."""
     hw = load_hardware("mi355x")
-    t = kv_transfer(load_model(R1), hw, make_parallel_config(1), _tp(4), 2, 2048)
-    whole = kv_bytes_per_request(load_model(R1), 2, 2048)
+    t = kv_transfer(load_model(R1), hw, make_parallel_config(1), _tp(4), KV16, 2048)
+    whole = kv_bytes_per_request(load_model(R1), KV16, 2048)
     assert whole == 143_917_056
     assert (t.send_bytes_per_rank, t.recv_bytes_per_rank) == (4 * whole, whole)
     assert t.time_s == pytest.approx(MESH_LAT + whole / (MESH_LINK_BPS * MESH_EFF))
@@ -56,7 +57,7 @@ def test_kv_transfer_over_a_switch_gets_the_whole_rate_whatever_its_peers() -> N
     sender's 4 x whole setting the time: 10 us + 4 x 143,917,056 / (bandwidth x efficiency)."""
     hw = load_hardware("h200_sxm")
     tier = hw.tiers["intra_node"]
-    t = kv_transfer(load_model(R1), hw, make_parallel_config(1), _tp(4), 2, 2048)
+    t = kv_transfer(load_model(R1), hw, make_parallel_config(1), _tp(4), KV16, 2048)
     assert t.time_s == pytest.approx(tier.latency_s + 4 * 143_917_056 / (tier.bandwidth_Bps * tier.efficiency))
 
 

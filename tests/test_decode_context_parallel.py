@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from solver.specs.dtypes import KV16
 from solver.estimate.compute import Kit, Work, factors_for, layer_ops
 from solver.estimate.memory import memory_per_rank
 from solver.estimate.memory_options import engine_options
@@ -321,8 +322,8 @@ def test_where_kvp_reuses_the_tp_ranks_a_mixer_kvp_does_not_split_runs_at_tp(blo
         assert [(c.name, c.group, c.bytes) for c in block.comms(at_dcp, 0.0)] == \
             [(c.name, c.group, c.bytes) for c in block.comms(at_tp, 0.0)]
     layers = [(Layer((block,), H, 1), 3)]
-    assert state_of_layers(layers, 2, 2, 1, group=8) == state_of_layers(layers, 2, 8, 1)
-    assert state_of_layers(layers, 2, 2, 1).constant == state_of_layers(layers, 2, 2, 1, group=2).constant
+    assert state_of_layers(layers, KV16, 2, 1, group=8) == state_of_layers(layers, KV16, 8, 1)
+    assert state_of_layers(layers, KV16, 2, 1).constant == state_of_layers(layers, KV16, 2, 1, group=2).constant
     assert block.activation(two_by_four, 64, 8) == block.activation(eight, 64, 8)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import toy_hardware  # noqa: E402
+from solver.specs.dtypes import KV16
 from solver.errors import InputError
 from solver.estimate.compute import Kit, Work, factors_for
 from solver.estimate.params import count_params
@@ -85,7 +86,7 @@ def test_a_shared_indexer_layer_holds_no_indexer_weights_nor_index_keys() -> Non
     raw["indexer_types"] = ["full"] * 34
     assert _count(raw) - _count(_raw()) == 24 * (1536 * 16 * 128 + 2816 * 128 + 2 * 128 + 2816 * 16)
     full, shared = _mla(parse_model_config(_raw(), "x"))[:3:2]
-    assert full.state(2, 1).index_per_token_bytes == 132 and shared.state(2, 1).index_per_token_bytes == 0
+    assert full.state(KV16, 1).index_per_token_bytes == 132 and shared.state(KV16, 1).index_per_token_bytes == 0
     assert shared.indexer.selected_keys == full.indexer.selected_keys == 2048
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from solver.specs.dtypes import KV16
 from solver.errors import InputError
 from solver.estimate.compute import Kit, Work, factors_for
 from solver.estimate.params import count_params
@@ -71,8 +72,8 @@ def test_block_residual_reads_the_blocks_begun_before_the_layer_and_its_partial_
 def test_conv_states_are_constant_per_request() -> None:
     # full attention's K / V conv tails: 3 tokens x 8 heads x (128 + 128) x 2 B = 12,288 B; the two output convs'
     # tails 2 x 3 x 4608 x 2 B = 55,296 B
-    assert _attention(5).state(2, 1).constant_bytes == 12_288
-    assert _residual(5).state(2, 1).constant_bytes == 55_296
+    assert _attention(5).state(KV16, 1).constant_bytes == 12_288
+    assert _residual(5).state(KV16, 1).constant_bytes == 55_296
 
 
 def test_relative_bias_mixes_the_profile_table_per_token_and_head() -> None:

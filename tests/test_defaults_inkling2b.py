@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from solver.specs.dtypes import KV16
 from solver.errors import InputError
 from solver.estimate.params import count_params
 from solver.specs.config.read import parse_model_config
@@ -126,7 +127,7 @@ def test_each_pass_keeps_its_own_kv_cache() -> None:
     # 2 x 8 x 128 x 2 B = 32,768 B (the sliding layers' caches stop at their window)
     spec = parse_model_config(_loop(), "x")
     blocks = [b for layer in spec.layers for b in layer.blocks if getattr(b, "window", None) is None]
-    assert sum(b.state(2, 1).per_token_bytes for b in blocks) == 8 * 2 * 8 * 128 * 2
+    assert sum(b.state(KV16, 1).per_token_bytes for b in blocks) == 8 * 2 * 8 * 128 * 2
 
 
 def test_loop_bounds_off_the_residual_blocks_are_refused_naming_them() -> None:

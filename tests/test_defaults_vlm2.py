@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from solver.specs.dtypes import KV16
 from solver.errors import InputError
 from solver.estimate.params import count_params
 from solver.specs.config.read import parse_model_config
@@ -101,10 +102,10 @@ def _mla(window: int | None) -> MLA:
 
 
 def test_windowed_mla_caches_at_most_the_window_of_latents() -> None:
-    st = _mla(128).state(2, 1)
+    st = _mla(128).state(KV16, 1)
     assert st.per_token_bytes == (32 + 8) * 2  # latent + rope key, bf16
     assert st.tokens_held(100_000) == 128 and st.tokens_held(50) == 50
-    assert _mla(None).state(2, 1).tokens_held(100_000) == 100_000
+    assert _mla(None).state(KV16, 1).tokens_held(100_000) == 100_000
 
 
 def test_windowed_mla_decode_reads_window_keys_in_absorbed_form() -> None:

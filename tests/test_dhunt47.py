@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from solver.specs.dtypes import KV16
 from solver.capacity.disagg import recommend_disagg, sweep_disagg
 
 
@@ -73,11 +74,11 @@ def test_a_pipeline_stage_hands_over_only_its_own_layers_kv() -> None:
     r1, hw = load_model("deepseek-ai/DeepSeek-R1"), load_hardware("h100_sxm")
     pp2 = make_parallel_config(16, pp_size=2, **knobs)
     pp1 = make_parallel_config(8, **knobs)
-    t = kv_transfer(r1, hw, pp2, pp2, 2, 32768, prefill_workers=1, decode_workers=1)
+    t = kv_transfer(r1, hw, pp2, pp2, KV16, 32768, prefill_workers=1, decode_workers=1)
     assert t.bytes_per_request == 32768 * 1152 * 61
     assert t.recv_bytes_per_rank == 32768 * 1152 * 31
     assert t.send_bytes_per_rank == 32768 * 1152 * 31  # 8 senders to 8 receivers of the latent, per stage
-    whole = kv_transfer(r1, hw, pp1, pp1, 2, 32768, prefill_workers=1, decode_workers=2)
+    whole = kv_transfer(r1, hw, pp1, pp1, KV16, 32768, prefill_workers=1, decode_workers=2)
     assert whole.recv_bytes_per_rank == 32768 * 1152 * 61
     tier = hw.tiers[t.tier]
     assert t.time_s == pytest.approx(tier.latency_s + 32768 * 1152 * 31 / (tier.bandwidth_Bps * tier.efficiency))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from solver.specs.dtypes import KV16, KVFormat
 from solver.estimate.disagg import kv_bytes_per_request, kv_transfer, transfer_tier
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
@@ -14,24 +15,24 @@ L70 = "meta-llama/Meta-Llama-3.1-70B"  # GQA: 8 KV heads of 128, 80 layers
 
 def test_mla_request_bytes_are_latent_plus_rope_per_layer() -> None:
     # bf16: (512 + 64) x 2 B = 1152 B per token per layer; x 61 layers x 2048 tokens
-    assert kv_bytes_per_request(load_model(R1), 2, 2048) == 1152 * 61 * 2048 == 143_917_056
+    assert kv_bytes_per_request(load_model(R1), KV16, 2048) == 1152 * 61 * 2048 == 143_917_056
 
 
 def test_fp8_dense_mla_request_bytes_are_the_plain_fp8_row() -> None:
     # a dense MLA cache at fp8: (512 + 64) values of 1 B = 576 B per token per layer (the 656 B scaled row is the
     # sparse DSA kernels'; tests/test_engine_kv_layout.py)
-    assert kv_bytes_per_request(load_model(R1), 1, 2048) == 576 * 61 * 2048
+    assert kv_bytes_per_request(load_model(R1), KVFormat(1), 2048) == 576 * 61 * 2048
 
 
 def test_gqa_request_bytes_are_k_and_v_of_every_kv_head() -> None:
     # 8 heads x (128 + 128) x 2 B = 4096 B per token per layer; x 80 layers x 2048 tokens
-    assert kv_bytes_per_request(load_model(L70), 2, 2048) == 4096 * 80 * 2048 == 671_088_640
+    assert kv_bytes_per_request(load_model(L70), KV16, 2048) == 4096 * 80 * 2048 == 671_088_640
 
 
 def test_attention_tp_splits_gqa_heads_but_not_an_mla_latent() -> None:
     r1, l70 = load_model(R1), load_model(L70)
-    assert kv_bytes_per_request(l70, 2, 2048, attn_tp=8) == kv_bytes_per_request(l70, 2, 2048) / 8
-    assert kv_bytes_per_request(r1, 2, 2048, attn_tp=8) == kv_bytes_per_request(r1, 2, 2048)
+    assert kv_bytes_per_request(l70, KV16, 2048, attn_tp=8) == kv_bytes_per_request(l70, KV16, 2048) / 8
+    assert kv_bytes_per_request(r1, KV16, 2048, attn_tp=8) == kv_bytes_per_request(r1, KV16, 2048)
 
 
 def test_tier_is_nvlink_inside_a_node_rdma_between_nodes_and_the_rack_fabric_on_nvl72() -> None:
@@ -53,7 +54,7 @@ def test_the_tier_is_the_slowest_the_whole_deployment_spans_when_a_pool_has_seve
     assert transfer_tier(gb200, 8, 8, 5, 5)[0] == "inter_rack"
     p1 = make_parallel_config(1)
     d4 = make_parallel_config(4, attn_tp_size=4, dense_tp_size=4, embed_tp_size=4, lmhead_tp_size=4)
-    one, many = (kv_transfer(load_model(L70), h100, p1, d4, 2, 2048, prefill_workers=x, decode_workers=y)
+    one, many = (kv_transfer(load_model(L70), h100, p1, d4, KV16, 2048, prefill_workers=x, decode_workers=y)
                  for x, y in ((1, 1), (4, 3)))
     assert (one.tier, many.tier) == ("intra_node", "inter_node")
     assert many.time_s > one.time_s
@@ -64,7 +65,7 @@ def test_gqa_transfer_time_tp8_to_tp8_over_rdma() -> None:
     # H100 RDMA: 50 GB/s x 0.86 efficiency, 20 us latency
     hw = load_hardware("h100_sxm")
     p = make_parallel_config(8, attn_tp_size=8, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8, moe_tp_size=8)
-    t = kv_transfer(load_model(L70), hw, p, p, 2, 2048)
+    t = kv_transfer(load_model(L70), hw, p, p, KV16, 2048)
     assert t.tier == "inter_node"
     assert t.recv_bytes_per_rank == t.send_bytes_per_rank == 671_088_640 / 8
     assert t.time_s == pytest.approx(20e-6 + 671_088_640 / 8 / (50e9 * 0.86))
@@ -75,7 +76,7 @@ def test_mla_transfer_to_a_tp_decode_group_sends_the_latent_to_every_rank() -> N
     hw = load_hardware("h100_sxm")
     pre = make_parallel_config(8, attn_tp_size=1, moe_tp_size=1)
     dec = make_parallel_config(8, attn_tp_size=4, moe_tp_size=1)
-    t = kv_transfer(load_model(R1), hw, pre, dec, 2, 2048)
+    t = kv_transfer(load_model(R1), hw, pre, dec, KV16, 2048)
     whole = 143_917_056
     assert t.recv_bytes_per_rank == whole
     assert t.send_bytes_per_rank == 4 * whole
@@ -112,15 +113,15 @@ def test_the_state_that_does_not_grow_is_handed_over_with_the_kv() -> None:
 
     nano = load_model("nemotron-3-nano")
     state = 23 * (64 * 64 * 128 * 4 + 3 * (4096 + 2 * 8 * 128) * 2)
-    assert constant_state_per_request(nano, 2) == state
+    assert constant_state_per_request(nano, KV16) == state
     hw = load_hardware("h100_sxm")
     one = make_parallel_config(1)
-    t = kv_transfer(nano, hw, one, one, 2, 2048)
-    assert t.bytes_per_request == kv_bytes_per_request(nano, 2, 2048) + state
+    t = kv_transfer(nano, hw, one, one, KV16, 2048)
+    assert t.bytes_per_request == kv_bytes_per_request(nano, KV16, 2048) + state
     two = make_parallel_config(2, cp_size=2, moe_tp_size=1)
-    assert kv_transfer(nano, hw, one, two, 2, 2048).recv_bytes_per_rank == kv_bytes_per_request(nano, 2, 2048) / 2 + state
+    assert kv_transfer(nano, hw, one, two, KV16, 2048).recv_bytes_per_rank == kv_bytes_per_request(nano, KV16, 2048) / 2 + state
     # an all-attention model hands over its KV alone
-    assert constant_state_per_request(load_model(L70), 2) == 0
+    assert constant_state_per_request(load_model(L70), KV16) == 0
 
 
 def test_a_handoff_over_the_nics_is_priced_on_the_rdma_tier_whatever_the_pools_span() -> None:

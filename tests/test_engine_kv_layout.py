@@ -13,6 +13,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from solver.specs.dtypes import KV16, KVFormat
 from solver.cli.main import main
 from solver.errors import InputError
 from solver.estimate.compute import Kit, Work, factors_for, layer_ops
@@ -84,14 +85,14 @@ def test_dense_mla_at_fp8_is_the_plain_576_byte_row() -> None:
     mla_attention.py:556-563 "standard fp8 KV cache format"; SGLang kv_cache_configurator.py:3412-3423, "for
     non-DSA models ... kv_lora_rank + qk_rope_head_dim"). Kimi-K2 has the same dims."""
     for name in ("deepseek-v3", "kimi-k2"):
-        assert kv_bytes_per_token_layer(load_model(name), 1) == 512 + 64 == 576
+        assert kv_bytes_per_token_layer(load_model(name), KVFormat(1)) == 512 + 64 == 576
 
 
 def test_sparse_mla_at_fp8_is_the_scaled_656_byte_row() -> None:
     """A DSA layer's fp8 cache is the sparse kernels' row: 512 fp8 + 4 fp32 scales (one per 128) + 64 bf16 rope =
     512 + 16 + 128 = 656 B (vLLM flashmla_sparse.py:86-94; vllm-ascend attention/utils.py:25-36
     get_sfa_qsfa_packed_head_dim = 512 + 64 x 2 + 4 x 4)."""
-    assert kv_bytes_per_token_layer(V32, 1) == 656
+    assert kv_bytes_per_token_layer(V32, KVFormat(1)) == 656
 
 
 def test_kvp_ranks_each_keep_every_indexer_key_where_the_engine_replicates_them() -> None:
@@ -163,10 +164,10 @@ def test_a_decode_rank_receives_the_indexer_keys_as_its_engine_keeps_them() -> N
     351,797,248 B."""
     pre, dec = make_parallel_config(16, moe_tp_size=1), make_parallel_config(16, attn_tp_size=2, kvp_size=8,
                                                                               moe_tp_size=1)
-    t = kv_transfer(V32, A3, pre, dec, 2, 4096, layout=framework_options(ASCEND).cache_layout)
+    t = kv_transfer(V32, A3, pre, dec, KV16, 4096, layout=framework_options(ASCEND).cache_layout)
     assert t.recv_bytes_per_rank == 35_979_264 + 63_963_136
     assert t.bytes_per_request == LAYERS * 4096 * 1408 == 351_797_248
-    assert kv_transfer(V32, A3, pre, dec, 2, 4096).recv_bytes_per_rank == 35_979_264 + 4_122_624
+    assert kv_transfer(V32, A3, pre, dec, KV16, 4096).recv_bytes_per_rank == 35_979_264 + 4_122_624
 
 
 def test_replicated_indexer_keys_need_kvp_among_the_knobs(tmp_path) -> None:
@@ -225,7 +226,7 @@ def test_a_compressed_attention_indexer_follows_the_engines_layout_in_memory_and
     decode step scores and reads twice as many (memory and the step price one layout, as for DSA)."""
     v4, h200 = load_model("deepseek-v4-pro"), load_hardware("h200_sxm")
     (csa,) = {b for b, _ in v4.block_groups if type(b).__name__ == "CompressedAttention" and b.indexer is not None}
-    st = csa.state(2, 1)
+    st = csa.state(KV16, 1)
     assert (st.index_bytes(False), st.index_bytes(True)) == (132 / 4, 256 / 4) == (33, 64)
     pc = make_parallel_config(8, attn_tp_size=4, kvp_size=2, moe_tp_size=1)
     prec = resolve_precision(v4, h200)

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from solver.specs.dtypes import KV16
 from solver.estimate import comm
 from solver.estimate.closed_loop import synced_ranks
 from solver.estimate.compute import (
@@ -108,7 +109,7 @@ def test_framework_kernel_overhead_override_reaches_factors() -> None:
 
 def test_mla_cache_not_sharded_by_attention_tp() -> None:
     # the latent (512 + 64 rope) is one shared "head": 1152 bytes per token per layer on EVERY TP rank
-    assert kv_bytes_per_token_layer(V3, 2, attn_tp=8) == kv_bytes_per_token_layer(V3, 2, attn_tp=1) == 1152
+    assert kv_bytes_per_token_layer(V3, KV16, attn_tp=8) == kv_bytes_per_token_layer(V3, KV16, attn_tp=1) == 1152
     prec = _prec(V3)
     kv_tp8, _, _ = cache_per_rank(V3, make_parallel_config(8, attn_tp_size=8), prec, batch=8, seq_len=4096)
     kv_dp8, _, _ = cache_per_rank(V3, make_parallel_config(8), prec, batch=8, seq_len=4096)
@@ -208,9 +209,9 @@ def test_indexer_topk_reads_back_the_fp32_logits() -> None:
 
 def test_gqa_kv_replicated_beyond_n_kv() -> None:
     # Llama-3.1-70B: 8 KV heads of 128; TP16 leaves one (replicated) KV head per rank, not half of one
-    assert kv_bytes_per_token_layer(LLAMA70, 2, attn_tp=4) == 2 * 256 * 2
-    assert kv_bytes_per_token_layer(LLAMA70, 2, attn_tp=8) == 1 * 256 * 2
-    assert kv_bytes_per_token_layer(LLAMA70, 2, attn_tp=16) == 1 * 256 * 2
+    assert kv_bytes_per_token_layer(LLAMA70, KV16, attn_tp=4) == 2 * 256 * 2
+    assert kv_bytes_per_token_layer(LLAMA70, KV16, attn_tp=8) == 1 * 256 * 2
+    assert kv_bytes_per_token_layer(LLAMA70, KV16, attn_tp=16) == 1 * 256 * 2
     w = _decode(1, 100)
     qkv16 = _ops(LLAMA70, make_parallel_config(16, attn_tp_size=16), w)["qkv_proj"]
     h = 8192

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from solver.specs.dtypes import KV16
 from solver.estimate.memory_options import MemoryOptions, framework_options
 from solver.estimate.request_state import request_state
 from solver.specs.framework import HybridStateLayout, load_framework
@@ -20,7 +21,7 @@ PC = make_parallel_config(2, attn_tp_size=2)
 
 
 def _gdn():
-    return next(b for layer, _ in MODEL.layer_groups for b in layer.blocks if b.state(2, 1).constant_bytes > 0)
+    return next(b for layer, _ in MODEL.layer_groups for b in layer.blocks if b.state(KV16, 1).constant_bytes > 0)
 
 
 def _layout(engine: str, drafts: int = 0):
@@ -30,7 +31,7 @@ def _layout(engine: str, drafts: int = 0):
 def test_a_recurrent_layer_states_its_ssm_and_conv_parts():
     """A GDN layer at split 2: SSM 1 048 576 B, conv 24 576 B; the seed's constant state is their sum,
     1 073 152 B."""
-    st = _gdn().state(2, 2)
+    st = _gdn().state(KV16, 2)
     assert (st.ssm_bytes, st.conv_bytes, st.constant_bytes) == (1_048_576, 24_576, 1_073_152)
 
 

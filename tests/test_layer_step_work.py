@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from solver.specs.dtypes import KV16
 from solver.estimate.compute import Kit, Work, factors_for
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.layers.base import block_counts
@@ -40,7 +41,7 @@ def test_gated_deltanet_state_is_value_heads_dk_dv_in_the_ssm_dtype_plus_the_con
     """Qwen3.5-35B-A3B: 32 value heads x 128 x 128 in mamba_ssm_dtype float32 = 2,097,152 B; the conv tail
     (kernel 4 - 1) x (2 x 16 x 128 + 32 x 128 = 8,192 channels) x 2 B = 49,152 B; 2,146,304 B a request a layer."""
     _, block = _block("qwen3.5-35b-a3b", "GatedDeltaNet")
-    assert block.state(2, 1).constant_bytes == 32 * 128 * 128 * 4 + 3 * 8192 * 2 == 2_146_304
+    assert block.state(KV16, 1).constant_bytes == 32 * 128 * 128 * 4 + 3 * 8192 * 2 == 2_146_304
 
 
 def test_gated_deltanet_decode_scan_is_six_dk_dv_a_token_and_head_and_one_state_read_and_write():
@@ -65,7 +66,7 @@ def test_mamba2_state_is_heads_head_dim_state_size_plus_the_conv_tail_over_x_b_c
     """Nemotron-3-Nano: 64 heads x 64 x N 128 in mamba_ssm_cache_dtype float32 = 2,097,152 B; the conv tail
     (4 - 1) x (d_inner 4,096 + 2 x n_groups 8 x 128 = 6,144) x 2 B = 36,864 B: 2,134,016 B."""
     _, block = _block("nemotron-3-nano", "Mamba2")
-    assert block.state(2, 1).constant_bytes == 64 * 64 * 128 * 4 + 3 * 6144 * 2 == 2_134_016
+    assert block.state(KV16, 1).constant_bytes == 64 * 64 * 128 * 4 + 3 * 6144 * 2 == 2_134_016
 
 
 def test_mamba2_prefill_intra_chunk_term_uses_the_configs_chunk_size():
@@ -78,7 +79,7 @@ def test_mamba2_prefill_intra_chunk_term_uses_the_configs_chunk_size():
 def test_lightning_state_is_heads_head_dim_squared():
     """MiniMax-M1: 64 heads x 128 x 128 x 2 B (no linear_attn_dtype: the model dtype) = 2,097,152 B, no conv."""
     _, block = _block("minimax-m1", "Lightning")
-    assert block.state(2, 1).constant_bytes == 64 * 128 * 128 * 2
+    assert block.state(KV16, 1).constant_bytes == 64 * 128 * 128 * 2
 
 
 def test_kda_weights_and_state_follow_the_full_rank_decay_gate():
@@ -88,7 +89,7 @@ def test_kda_weights_and_state_follow_the_full_rank_decay_gate():
     88,080,384: 443,740,384. State 96 x 128 x 128 x 2 + (4 - 1) x 36,864 x 2 = 3,366,912 B."""
     _, block = _block("kimi-k3", "KDA")
     assert block.params == 443_740_384
-    assert block.state(2, 1).constant_bytes == 96 * 128 * 128 * 2 + 3 * 36_864 * 2
+    assert block.state(KV16, 1).constant_bytes == 96 * 128 * 128 * 2 + 3 * 36_864 * 2
 
 
 def test_mla_absorbed_decode_attends_in_the_latent_and_reads_one_latent_per_key():
@@ -133,7 +134,7 @@ def test_hca_decode_attends_to_every_compressed_entry_and_the_window():
     assert ops["attention_core"].flops == 2 * 128 * 8 * 160 * 2 * 512
     assert ops["attention_core"].bytes == 8 * 160 * 512 * 2 + 8 * 7168 * 2
     _, block = _block("deepseek-v4-pro", "CSA 128 x 512 1:128")
-    assert block.state(2, 1).per_token_bytes == 8
+    assert block.state(KV16, 1).per_token_bytes == 8
 
 
 def test_hca_constant_state_is_the_window_and_the_compressors_open_window():
@@ -141,7 +142,7 @@ def test_hca_constant_state_is_the_window_and_the_compressors_open_window():
     (512 each, coff 1) of up to 127 tokens not yet compressed, 127 x 512 x 2 x 2 B = 260,096 B: 391,168 B a request
     whatever the context (transformers' DeepseekV4HCACache keeps buffer_kv / buffer_gate)."""
     _, block = _block("deepseek-v4-pro", "CSA 128 x 512 1:128")
-    assert block.state(2, 1).constant_bytes == 131_072 + 127 * 512 * 2 * 2 == 391_168
+    assert block.state(KV16, 1).constant_bytes == 131_072 + 127 * 512 * 2 * 2 == 391_168
 
 
 def test_csa_constant_state_adds_both_compressors_open_window_and_overlap():
@@ -150,7 +151,7 @@ def test_csa_constant_state_adds_both_compressors_open_window_and_overlap():
     head_dim 128: 3 x 256 x 2 x 2 = 3,072 and 4 x 128 x 2 x 2 = 2,048 (DeepseekV4CSACache's buffer_* and
     overlap_* for "compressor" and "indexer"): 156,672 B a request."""
     _, block = _block("deepseek-v4-pro", "CSA 128 x 512 1:4")
-    assert block.state(2, 1).constant_bytes == 131_072 + 12_288 + 8_192 + 3_072 + 2_048 == 156_672
+    assert block.state(KV16, 1).constant_bytes == 131_072 + 12_288 + 8_192 + 3_072 + 2_048 == 156_672
 
 
 def test_csa_prefill_attends_to_the_mean_of_the_capped_compressed_entries():

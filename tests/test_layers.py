@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import toy_hardware  # noqa: E402
+from solver.specs.dtypes import KV16
 from solver.estimate.compute import Work, factors_for, Kit
 from solver.estimate.request_state import state_of_layers
 from solver.specs.layers import (
@@ -74,14 +75,14 @@ def test_gqa_output_gate_doubles_q_and_k_eq_v_halves_kv() -> None:
 
 def test_gqa_kv_bytes_per_token_replicate_kv_heads_beyond_tp() -> None:
     a = Attention(hidden=H, heads=4, kv_heads=2, head_dim=16, v_head_dim=16)
-    assert a.state(2, 1).per_token_bytes == 2 * 32 * 2
-    assert a.state(2, 2).per_token_bytes == 1 * 32 * 2
-    assert a.state(2, 4).per_token_bytes == 1 * 32 * 2  # one head per rank, replicated
+    assert a.state(KV16, 1).per_token_bytes == 2 * 32 * 2
+    assert a.state(KV16, 2).per_token_bytes == 1 * 32 * 2
+    assert a.state(KV16, 4).per_token_bytes == 1 * 32 * 2  # one head per rank, replicated
 
 
 def test_sliding_window_caps_held_tokens_and_decode_keys() -> None:
     a = Attention(hidden=H, heads=4, kv_heads=2, head_dim=16, v_head_dim=16, window=128)
-    st = a.state(2, 1)
+    st = a.state(KV16, 1)
     assert st.tokens_held(100_000) == 128 and st.tokens_held(50) == 50
     core = _op(a.ops(_kit(w=_decode(4, 1000))), "attention_core")
     assert core.flops == pytest.approx(2 * 4 * 4 * 128 * 32)  # 4 heads x 4 tokens x 128 keys x (16 + 16)
@@ -108,7 +109,7 @@ def test_mla_params_and_latent_cache_not_sharded_by_tp() -> None:
     q = H * 24 + 24 + 24 * 4 * 24
     kv = H * (32 + 8) + 32 + 32 * 4 * (16 + 16)
     assert m.params == q + kv + 4 * 16 * H
-    assert m.state(2, 1).per_token_bytes == m.state(2, 4).per_token_bytes == (32 + 8) * 2
+    assert m.state(KV16, 1).per_token_bytes == m.state(KV16, 4).per_token_bytes == (32 + 8) * 2
 
 
 def test_dsa_indexer_params_and_key_cache() -> None:
@@ -117,7 +118,7 @@ def test_dsa_indexer_params_and_key_cache() -> None:
             q_lora_rank=24, indexer=ix)
     share = next(s for s in m.shares() if s.module == "indexer")
     assert share.params == 24 * 64 + H * 16 + 2 * 16 + H * 4
-    assert m.state(2, 1).index_per_token_bytes == 16 + 4
+    assert m.state(KV16, 1).index_per_token_bytes == 16 + 4
 
 
 def test_dsa_decode_attends_top_k_keys_only() -> None:
@@ -141,11 +142,11 @@ def test_gated_deltanet_params() -> None:
 def test_gated_deltanet_state_is_constant_and_split_by_tp_only() -> None:
     g = GatedDeltaNet(hidden=H, key_heads=2, value_heads=4, key_dim=8, value_dim=16, conv_kernel=4,
                       state_dtype_bytes=4)
-    st = g.state(2, 1)
+    st = g.state(KV16, 1)
     assert not st.grows and st.per_token_bytes == 0
     assert st.constant_bytes == 4 * 8 * 16 * 4 + 3 * (2 * 2 * 8 + 4 * 16) * 2
-    assert g.state(2, 2).constant_bytes == st.constant_bytes / 2
-    held = state_of_layers([(Layer((g,), H, 1), 3)], 2, 1, 100_000)
+    assert g.state(KV16, 2).constant_bytes == st.constant_bytes / 2
+    held = state_of_layers([(Layer((g,), H, 1), 3)], KV16, 1, 100_000)
     assert held.kv == 0 and held.constant == 3 * st.constant_bytes
 
 
@@ -153,13 +154,13 @@ def test_gated_deltanet_decode_costs_recurrence_and_state_read() -> None:
     g = GatedDeltaNet(hidden=H, key_heads=2, value_heads=4, key_dim=8, value_dim=16, conv_kernel=4)
     scan = _op(g.ops(_kit(w=_decode(4, 100_000))), "linear_attention_scan")
     assert scan.flops == pytest.approx(4 * 4 * 6 * 8 * 16)  # tokens x value heads x 6 d_k d_v: no context term
-    assert scan.bytes >= 2 * 4 * g.state(2, 1).constant_bytes  # read + write per sequence
+    assert scan.bytes >= 2 * 4 * g.state(KV16, 1).constant_bytes  # read + write per sequence
 
 
 def test_lightning_params_and_state() -> None:
     li = Lightning(hidden=H, heads=4, head_dim=16)
     assert li.params == H * 3 * 64 + H * 64 + 64 + 64 * H
-    assert li.state(2, 1).constant_bytes == 4 * 16 * 16 * 2
+    assert li.state(KV16, 1).constant_bytes == 4 * 16 * 16 * 2
 
 
 def test_kda_params_low_rank_gates() -> None:
@@ -181,7 +182,7 @@ def test_mamba2_params() -> None:
 
 def test_mamba2_state_conv_tail_plus_ssm_state() -> None:
     m = Mamba2(hidden=H, heads=4, head_dim=16, state_size=8, groups=2, conv_kernel=4, state_dtype_bytes=4)
-    assert m.state(2, 1).constant_bytes == 4 * 16 * 8 * 4 + 3 * (64 + 32) * 2
+    assert m.state(KV16, 1).constant_bytes == 4 * 16 * 8 * 4 + 3 * (64 + 32) * 2
 
 
 def test_the_ssd_scan_costs_its_intra_chunk_flops_at_the_configs_chunk() -> None:
@@ -214,7 +215,7 @@ def test_ssm_layer_under_sp_gathers_tokens_and_keeps_full_state() -> None:
     kit = _kit(world=2, w=_prefill(1024), attn_sp_size=2)
     names = {c.name for c in m.comms(kit, 0.0)}
     assert names == {"ssm_token_gather"}
-    assert m.state(2, kit.pc.attn_tp_size).constant_bytes == m.state(2, 1).constant_bytes
+    assert m.state(KV16, kit.pc.attn_tp_size).constant_bytes == m.state(KV16, 1).constant_bytes
 
 
 # ------------------------------------------------------------------------------------------------ FFNs
@@ -268,7 +269,7 @@ def test_shared_and_routed_outputs_reduce_in_one_all_reduce_when_they_share_the_
 def test_compressed_attention_cache_grows_at_one_over_ratio_plus_window() -> None:
     c = CompressedAttention(hidden=H, heads=4, head_dim=32, q_lora_rank=16, o_lora_rank=8, o_groups=2,
                             ratio=4, window=16)
-    st = c.state(2, 1)
+    st = c.state(KV16, 1)
     # constant: the window, and the compressor's 3 pending tokens' kv + gate (2 x 32 each, coff 2) and the last
     # window's overlap (4 x 32, kv + gate), in bf16
     assert st.per_token_bytes == 32 * 2 / 4
@@ -358,7 +359,7 @@ def test_mamba1_params_and_state() -> None:
     m = Mamba1(hidden=H, d_inner=128, state_size=8, dt_rank=4, conv_kernel=4, inner_norms=True, state_dtype_bytes=4)
     assert m.params == (H * 256 + 128 * 4 + 128 + 128 * (4 + 16) + 4 * 128 + 128 + 128 * 8 + 128 + (4 + 16)
                         + 128 * H)
-    assert m.state(2, 1).constant_bytes == 128 * 8 * 4 + 3 * 128 * 2
+    assert m.state(KV16, 1).constant_bytes == 128 * 8 * 4 + 3 * 128 * 2
 
 
 def test_jamba_periods_place_attention_and_experts() -> None:

@@ -29,9 +29,9 @@ def test_int8_kv_cache_stores_one_fp32_scale_for_k_and_one_for_v_per_token_and_k
     is per-tensor scaled and stays 1 B an element."""
     m, _, int8 = _llama70b("int8")
     _, _, fp8 = _llama70b("fp8")
-    assert kv_bytes_per_token_layer(m, int8.kv_bytes, 1) == KV_HEADS * (2 * HEAD_DIM + 8) == 2112
-    assert kv_bytes_per_token_layer(m, fp8.kv_bytes, 1) == KV_HEADS * 2 * HEAD_DIM == 2048
-    assert kv_bytes_per_token_layer(m, int8.kv_bytes, 8) == 2 * HEAD_DIM + 8 == 264
+    assert kv_bytes_per_token_layer(m, int8.kv_format, 1) == KV_HEADS * (2 * HEAD_DIM + 8) == 2112
+    assert kv_bytes_per_token_layer(m, fp8.kv_format, 1) == KV_HEADS * 2 * HEAD_DIM == 2048
+    assert kv_bytes_per_token_layer(m, int8.kv_format, 8) == 2 * HEAD_DIM + 8 == 264
 
 
 def test_int8_kv_cache_memory_counts_the_scales() -> None:

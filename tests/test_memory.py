@@ -5,6 +5,7 @@ import math
 
 import pytest
 
+from solver.specs.dtypes import KV16, KVFormat
 from solver.errors import InputError
 from solver.estimate.memory import MemoryReport, max_batch, memory_per_rank
 from solver.estimate.memory_options import MemoryOptions
@@ -51,13 +52,13 @@ def _report(weights: float, kv: float, capacity: float = 100.0, reserve: float =
 
 def test_llama_70b_bf16_kv_is_4096_bytes_per_token_layer() -> None:
     # 8 KV heads x (128 K + 128 V) x 2 bytes
-    assert kv_bytes_per_token_layer(load_model("llama-3.1-70b"), 2) == 4096
+    assert kv_bytes_per_token_layer(load_model("llama-3.1-70b"), KV16) == 4096
 
 
 def test_deepseek_v3_mla_kv_is_1152_bytes_bf16_and_576_fp8() -> None:
     model = load_model("deepseek-v3")
-    assert kv_bytes_per_token_layer(model, 2) == 1152  # (512 latent + 64 rope) x 2
-    assert kv_bytes_per_token_layer(model, 1) == 576  # dense MLA: (512 + 64) fp8 values, no scales (the 656 B row is DSA's)
+    assert kv_bytes_per_token_layer(model, KV16) == 1152  # (512 latent + 64 rope) x 2
+    assert kv_bytes_per_token_layer(model, KVFormat(1)) == 576  # dense MLA: (512 + 64) fp8 values, no scales (the 656 B row is DSA's)
 
 
 def test_deepseek_v32_indexer_cache_is_132_bytes_per_token_layer() -> None:
@@ -70,7 +71,7 @@ def test_gqa_kv_bytes_follow_kv_heads_per_rank(attn_tp: int, heads_per_rank: int
     model = load_model("qwen3-235b-a22b")
     assert model.num_key_value_heads == 4 and model.head_dim == model.v_head_dim == 128
     expected = heads_per_rank * (model.head_dim + model.v_head_dim) * 2
-    assert kv_bytes_per_token_layer(model, 2, attn_tp) == expected
+    assert kv_bytes_per_token_layer(model, KV16, attn_tp) == expected
     assert expected == {1: 2048, 2: 1024, 4: 512, 8: 512}[attn_tp]
 
 
@@ -317,7 +318,7 @@ def test_request_state_reads_attention_tp_and_token_shards_only() -> None:
     _REQUEST_STATE.clear()
     a = request_state(m, base, prec, 8192)
     assert request_state(m, other, prec, 8192) is a
-    fresh = state_of_layers(m.layer_groups, prec.kv_bytes, 2, 8192)
+    fresh = state_of_layers(m.layer_groups, prec.kv_format, 2, 8192)
     assert (a.kv, a.index, a.constant) == (fresh.kv / 2, fresh.index / 2, fresh.constant)
     cp = request_state(m, make_parallel_config(16, attn_tp_size=2, cp_size=4), prec, 8192)
     assert cp.kv == fresh.kv / 4

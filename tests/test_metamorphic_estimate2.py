@@ -12,6 +12,7 @@ from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
 from conftest import examples
+from solver.specs.dtypes import KV16, KVFormat
 from solver.estimate.compute import factors_for
 from solver.estimate.request_state import request_state
 from solver.estimate.serving import Estimate, estimate
@@ -242,7 +243,7 @@ def test_a_linear_layers_request_state_is_independent_of_the_context(kind) -> No
     blocks = [l.mixer for l in model.layers if type(l.mixer).__name__ == kind]
     assert blocks
     for b in blocks:
-        st_ = b.state(2, 1)
+        st_ = b.state(KV16, 1)
         assert st_.per_token_bytes == 0 and st_.index_per_token_bytes == 0 and st_.constant_bytes > 0
     pc, prec = make_parallel_config(1), resolve_precision(model, hw)
     assert request_state(model, pc, prec, 1024).constant == request_state(model, pc, prec, 131072).constant
@@ -271,7 +272,7 @@ def test_kv_bytes_per_token_per_layer_are_the_attention_kinds_formula(model, kv_
     m = load_model(model)
     for l in m.layers:
         if type(l.mixer).__name__ in ("Attention", "MLA"):
-            assert l.mixer.state(kv_bytes, attn_tp).per_token_bytes == expected, l.mixer
+            assert l.mixer.state(KVFormat(kv_bytes), attn_tp).per_token_bytes == expected, l.mixer
 
 
 def test_a_sliding_layer_holds_its_window_and_a_full_layer_the_context() -> None:

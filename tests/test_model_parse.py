@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from solver.specs.dtypes import KVFormat
 from solver.catalog import catalog_dir
 from solver.errors import InputError, ShardplanError
 from solver.estimate.request_state import kv_bytes_per_token_layer
@@ -230,7 +231,7 @@ def test_mutated_configs_raise_only_shardplan_errors(cfg: dict[str, Any]) -> Non
     assert report.total >= 0
     for kv_bytes in (1, 2):
         for tp in (1, 8):
-            assert kv_bytes_per_token_layer(spec, kv_bytes, tp) >= 0
+            assert kv_bytes_per_token_layer(spec, KVFormat(kv_bytes), tp) >= 0
 
 
 # ------------------------------------------------------------------------------ bad size-bearing fields

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import toy_hardware  # noqa: E402
+from solver.specs.dtypes import KV16, KVFormat
 from solver.errors import InputError
 from solver.estimate.compute import Kit, Work, factors_for
 from solver.estimate.memory import memory_per_rank
@@ -75,10 +76,10 @@ def test_a_kv_shared_layer_keeps_its_stored_kv_weights() -> None:
 
 def test_a_layer_borrowing_kv_holds_no_cache() -> None:
     for borrowing in (_attn(kv_shared=True, kv_weights=False), _attn(kv_shared=True)):
-        st = borrowing.state(2, 1)
+        st = borrowing.state(KV16, 1)
         assert st.per_token_bytes == 0 and st.constant_bytes == 0 and not st.grows
     held = state_of_layers([(Layer((_attn(),), H), 2), (Layer((_attn(kv_shared=True, kv_weights=False),), H), 2)],
-                           2, 1, 1000)
+                           KV16, 1, 1000)
     assert held.kv == 2 * 1000 * 2 * 32 * 2  # two caching layers x 1000 tokens x 2 KV heads x (K + V) 16 x 2 B
 
 
@@ -113,7 +114,7 @@ def test_use_cla_shares_kv_in_groups_of_cla_share_factor() -> None:
     assert not any(layer.mixer.kv_weights for layer in spec.layers if layer.mixer.kv_shared)
     plain = parse_model_config(_toy(num_hidden_layers=6), "toy")
     assert count_params(plain).total - count_params(spec).total == 4 * KV
-    assert state_of_layers(spec.layer_groups, 2, 1, 1).kv == 2 * 2 * 32 * 2  # layers 0 and 3 cache
+    assert state_of_layers(spec.layer_groups, KV16, 1, 1).kv == 2 * 2 * 32 * 2  # layers 0 and 3 cache
 
 
 def test_use_cla_off_or_factor_one_shares_nothing() -> None:
@@ -127,11 +128,11 @@ def test_hunyuan_a13b_without_cla_counts_as_before_and_with_it_drops_half_the_kv
     off = parse_model_config(cfg, "a13b")
     assert cfg["use_cla"] is False and not any(layer.mixer.kv_shared for layer in off.layers)
     assert count_params(off).total == 80_393_183_232  # the catalog's count (model_catalog_table.py)
-    assert kv_bytes_per_token_layer(off, 2) == 8 * 128 * 2 * 2
+    assert kv_bytes_per_token_layer(off, KV16) == 8 * 128 * 2 * 2
     on = parse_model_config({**cfg, "use_cla": True}, "a13b-cla")
     # 16 of 32 layers lose k_proj / v_proj (4096 -> 8 x 128 each) and key_layernorm (128)
     assert count_params(off).total - count_params(on).total == 16 * (2 * 4096 * 1024 + 128)
-    assert (state_of_layers(on.layer_groups, 2, 1, 1).kv * 2 == state_of_layers(off.layer_groups, 2, 1, 1).kv
+    assert (state_of_layers(on.layer_groups, KV16, 1, 1).kv * 2 == state_of_layers(off.layer_groups, KV16, 1, 1).kv
             == 32 * 8 * 128 * 2 * 2)
 
 
@@ -186,9 +187,9 @@ def test_kv_shared_layers_drop_their_cache_window_by_window() -> None:
     spec = parse_model_config(_shared(), "toy")
     # layers 0 (sliding, 128), 1 (full), 2 (sliding) cache; 3, 4, 5 read layers 2 and 1
     per_token = 2 * 32 * 2
-    assert state_of_layers(spec.layer_groups, 2, 1, 10_000).kv == (10_000 + 2 * 128) * per_token
+    assert state_of_layers(spec.layer_groups, KV16, 1, 10_000).kv == (10_000 + 2 * 128) * per_token
     plain = parse_model_config(_shared(num_kv_shared_layers=0), "toy")
-    assert state_of_layers(plain.layer_groups, 2, 1, 10_000).kv == (3 * 10_000 + 3 * 128) * per_token
+    assert state_of_layers(plain.layer_groups, KV16, 1, 10_000).kv == (3 * 10_000 + 3 * 128) * per_token
 
 
 def test_num_kv_shared_layers_leaving_no_source_layer_is_refused() -> None:
@@ -253,12 +254,12 @@ def test_a_cross_attention_layer_has_qkvo_qk_norms_and_two_gates() -> None:
 
 def test_a_cross_attention_layers_kv_is_a_constant_per_sequence() -> None:
     c = _cross()
-    st = c.state(2, 1)
+    st = c.state(KV16, 1)
     assert st.per_token_bytes == 0 and not st.grows
     assert st.constant_bytes == IMG * 2 * 32 * 2  # image tokens x 2 KV heads x (K + V) 16 x 2 B
-    assert c.state(2, 2).constant_bytes == st.constant_bytes / 2  # attention TP splits the KV heads
-    assert c.state(1, 8).constant_bytes == IMG * 1 * 32 * 1  # one head per rank, replicated
-    held = state_of_layers([(Layer((c,), H), 3)], 2, 1, 100_000)
+    assert c.state(KV16, 2).constant_bytes == st.constant_bytes / 2  # attention TP splits the KV heads
+    assert c.state(KVFormat(1), 8).constant_bytes == IMG * 1 * 32 * 1  # one head per rank, replicated
+    held = state_of_layers([(Layer((c,), H), 3)], KV16, 1, 100_000)
     assert held.kv == 0 and held.constant == 3 * st.constant_bytes
 
 
@@ -322,8 +323,8 @@ def test_hunyuan_large_kv_cache_per_token_by_hand() -> None:
     spec = parse_model_config(_load(DATA / "tencent--Tencent-Hunyuan-Large.json"), "hy")
     assert sum(layer.mixer.kv_shared for layer in spec.layers) == 32
     # 32 caching layers x 8 KV heads x (K + V) 80 x 2 B; attention TP 8 holds one KV head per rank
-    assert state_of_layers(spec.layer_groups, 2, 1, 1).kv == 32 * 8 * 80 * 2 * 2 == 81_920
-    assert state_of_layers(spec.layer_groups, 2, 8, 1).kv == 32 * 1 * 80 * 2 * 2
+    assert state_of_layers(spec.layer_groups, KV16, 1, 1).kv == 32 * 8 * 80 * 2 * 2 == 81_920
+    assert state_of_layers(spec.layer_groups, KV16, 8, 1).kv == 32 * 1 * 80 * 2 * 2
     hw = load_hardware("h200_sxm")
     pc = make_parallel_config(8, attn_tp_size=8, dense_tp_size=8, moe_tp_size=8, lmhead_tp_size=8)
     kv, _, seqs = cache_per_rank(spec, pc, resolve_precision(spec, hw), 16, 32768)
@@ -335,7 +336,7 @@ def test_hunyuan_large_kv_cache_per_token_by_hand() -> None:
 def test_llama_vision_kv_per_token_and_per_sequence_by_hand(name: str, layers: int, cross: int) -> None:
     spec = parse_model_config(_load(DATA / f"{name}.json"), name)
     per_token = 8 * 128 * 2 * 2  # 8 KV heads x (K + V) 128 x 2 B
-    held = state_of_layers(spec.layer_groups, 2, 1, 1)
+    held = state_of_layers(spec.layer_groups, KV16, 1, 1)
     assert held.kv == (layers - cross) * per_token  # 131,072 B (11B), 327,680 B (90B)
     assert held.constant == cross * 6404 * per_token  # 209,846,272 B (11B), 524,615,680 B (90B)
     hw = load_hardware("h100_sxm")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import toy_hardware  # noqa: E402
+from solver.specs.dtypes import KV16, KVFormat
 from solver.estimate.compute import Kit, Work, factors_for
 from solver.estimate.request_state import state_of_layers
 from solver.specs.layers import Layer, ShortConv
@@ -41,10 +42,10 @@ def test_short_conv_params_in_proj_conv_out_proj() -> None:
 
 def test_short_conv_state_is_the_conv_tail_split_by_tp_only() -> None:
     c = ShortConv(hidden=H, kernel=3)
-    st = c.state(2, 1)
+    st = c.state(KV16, 1)
     assert not st.grows and st.constant_bytes == 2 * H * 2  # (L - 1) x hidden in the activation dtype
-    assert c.state(1, 2).constant_bytes == st.constant_bytes / 2  # attention TP splits the channels
-    held = state_of_layers([(Layer((c,), H, 1), 3)], 2, 1, 100_000)
+    assert c.state(KVFormat(1), 2).constant_bytes == st.constant_bytes / 2  # attention TP splits the channels
+    held = state_of_layers([(Layer((c,), H, 1), 3)], KV16, 1, 100_000)
     assert held.kv == 0 and held.constant == 3 * st.constant_bytes
 
 
@@ -54,7 +55,7 @@ def test_short_conv_decode_costs_projections_and_conv_not_context() -> None:
         ops = c.ops(_kit(w=Work("decode", new_tokens=4, context=ctx, sequences=4, logits_tokens=4)))
         assert _op(ops, "short_conv_proj").flops == pytest.approx(2 * 4 * 4 * H * H)
         assert _op(ops, "short_conv_conv").flops == pytest.approx(4 * H * (2 * 3 + 2))
-        assert _op(ops, "short_conv_conv").bytes >= 2 * 4 * c.state(2, 1).constant_bytes  # read + write per sequence
+        assert _op(ops, "short_conv_conv").bytes >= 2 * 4 * c.state(KV16, 1).constant_bytes  # read + write per sequence
 
 
 def test_short_conv_under_tp_all_reduces_and_under_sp_gathers_tokens() -> None:

@@ -8,6 +8,7 @@ import dataclasses
 
 import pytest
 
+from solver.specs.dtypes import KV16, KVFormat
 from solver.estimate import comm, step_parts, step_sums
 from solver.estimate.params import count_params
 from solver.estimate.compute import Kit, SumsKit, Work, collective, collective_s, factors_for, head_ops, kit_head_ops
@@ -122,16 +123,16 @@ def test_a_blocks_parts_are_built_once_and_stay_its_own() -> None:
 
 @pytest.mark.parametrize("name", ["deepseek-v3.2", "qwen3-30b-a3b", "gpt-oss-20b"])
 def test_a_blocks_state_is_remembered_per_arguments(name: str) -> None:
-    """state(kv_bytes, attn_tp) is memoised per block and arguments: each answer is a fresh build's, another
+    """state(kv, attn_tp) is memoised per block and arguments: each answer is a fresh build's, another
     argument gets its own, and a keyword call is answered too (not remembered)."""
     m = load_model(name)
     for b in {b for b, _ in m.block_groups if b.role == "mixer"}:
         build = getattr(type(b).state, "__wrapped__", None)
         assert build is not None, type(b).__name__
-        for args in [(1, 1), (2, 1), (2, 8), (1, 64)]:
+        for args in [(KVFormat(1), 1), (KV16, 1), (KV16, 8), (KVFormat(1), 64)]:
             assert b.state(*args) == build(b, *args)
             assert b.state(*args) is b.state(*args)
-        assert b.state(kv_bytes=2, attn_tp=8) == build(b, 2, 8)
+        assert b.state(kv=KV16, attn_tp=8) == build(b, KV16, 8)
 
 
 def test_block_sums_are_kept_per_kit() -> None:

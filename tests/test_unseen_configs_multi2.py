@@ -12,6 +12,7 @@ import pytest
 
 from conftest import toy_hardware  # noqa: E402
 from hand_counts import Round, gated, lin, ln  # noqa: F401
+from solver.specs.dtypes import KV16
 from solver.errors import InputError
 from solver.estimate.compute import Kit, Work, factors_for
 from solver.estimate.request_state import state_of_layers
@@ -191,10 +192,10 @@ def test_an_rglru_block_counts_projections_conv_and_block_diagonal_gates() -> No
 
 def test_an_rglru_block_holds_a_constant_state_split_by_tp_only() -> None:
     rec = _spec("google--recurrentgemma-2b").layers[0].mixer
-    st = rec.state(2, 1)
+    st = rec.state(KV16, 1)
     assert not st.grows and st.constant_bytes == 3 * 2560 * 2 + 2560 * 2  # conv tail (k - 1) x width, the LRU state
-    assert rec.state(2, 2).constant_bytes == st.constant_bytes / 2  # attention TP splits the 10 gate blocks
-    held = state_of_layers([(Layer((rec,), 2560, 2), 18)], 2, 1, 100_000)
+    assert rec.state(KV16, 2).constant_bytes == st.constant_bytes / 2  # attention TP splits the 10 gate blocks
+    held = state_of_layers([(Layer((rec,), 2560, 2), 18)], KV16, 1, 100_000)
     assert held.kv == 0 and held.constant == 18 * st.constant_bytes
 
 

@@ -12,6 +12,7 @@ from hand_counts import UNSEEN, Round, gated, gqa, lin, ln
 import pytest
 
 from hand_counts import REFUSED, count
+from solver.specs.dtypes import KV16
 from solver.errors import InputError
 from solver.specs.config.read import parse_model_config
 from test_unseen_configs_round12 import clip_tower, siglip_like_tower
@@ -211,7 +212,7 @@ def test_cwm_without_layer_types_has_every_fourth_layer_full_from_the_first() ->
     assert windows == [None if i % 4 == 0 else 8192 for i in range(64)]
     # full layers' K/V grows with the context: 16 x 8 x 128 x 2 x 2 bytes a token
     full = [layer for layer in _spec("facebook--cwm").layers if layer.mixer.window is None]
-    assert sum(layer.blocks[0].state(2, 1).per_token_bytes for layer in full) == 16 * 8 * 128 * 4
+    assert sum(layer.blocks[0].state(KV16, 1).per_token_bytes for layer in full) == 16 * 8 * 128 * 4
 
 
 def test_rwkv4_under_another_model_type_is_refused_naming_its_mixer_field() -> None:

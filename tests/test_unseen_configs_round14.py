@@ -13,6 +13,7 @@ import json
 import pytest
 
 from hand_counts import UNSEEN, Round, count, gated, gqa, lin, ln
+from solver.specs.dtypes import KV16
 from solver.specs.config.read import parse_model_config
 from solver.errors import InputError
 from solver.estimate.params import count_params
@@ -207,7 +208,7 @@ def test_mimo_v2_flash_sliding_layers_take_their_own_kv_heads_window_and_sinks()
         assert (m.head_dim, m.v_head_dim) == (192, 128)
     assert sum(pattern) == 39
     # the sliding layers hold 129 tokens (sliding_window_size 128 and the query) of 8 x (192 + 128) x 2 bytes each
-    sliding = [layer.blocks[0].state(2, 1) for layer in layers if layer.mixer.window]
+    sliding = [layer.blocks[0].state(KV16, 1) for layer in layers if layer.mixer.window]
     assert sum(s.per_token_bytes * s.tokens_held(10**6) for s in sliding) == 39 * 8 * 320 * 2 * 129
 
 

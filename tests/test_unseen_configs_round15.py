@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from hand_counts import REFUSED, UNSEEN, Round, count, gated, gqa, lin, ln
+from solver.specs.dtypes import KV16
 from solver.estimate.params import count_params
 from solver.specs.config.read import parse_model_config
 from test_unseen_configs_round12 import IDEFICS2_CONNECTOR, IDEFICS2_TEXT, IDEFICS2_TOWER
@@ -222,7 +223,7 @@ def test_idefics2_text_config_without_sliding_window_windows_every_layer_at_mist
     # is set; a text config writing null keeps full attention
     layers = _spec("HuggingFaceM4--idefics2-8b").layers
     assert {layer.mixer.window for layer in layers} == {4096} and len(layers) == 32
-    assert sum(layer.mixer.state(2, 1).per_token_bytes for layer in layers) == 32 * 8 * 128 * 4
+    assert sum(layer.mixer.state(KV16, 1).per_token_bytes for layer in layers) == 32 * 8 * 128 * 4
     cfg = _load("HuggingFaceM4--idefics2-8b")
     cfg["text_config"]["sliding_window"] = None
     assert {layer.mixer.window for layer in parse_model_config(cfg, "x").layers} == {None}
@@ -270,7 +271,7 @@ def test_diffllama_weighs_each_softmax_maps_values_of_a_head_pair() -> None:
                 if o.name == "attention_core")
     assert core.flops == 2 * 16 * 1000 * 1000 * (64 + 128) == 6_144_000_000
     # the cache is Llama's: 8 K/V heads x (64 + 64) x 2 B a token a layer (KV_BYTES_PER_TOKEN above)
-    assert attn.state(2, 1).per_token_bytes == 8 * 128 * 2
+    assert attn.state(KV16, 1).per_token_bytes == 8 * 128 * 2
     cfg = _load("kajuma--DiffLlama-0.3B-handcut")
     cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"] = 15, 15, 64
     with pytest.raises(Exception, match="num_attention_heads: 15: differential attention pairs the heads"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from hand_counts import UNSEEN, Round, count, gated, gqa, lin, ln
+from solver.specs.dtypes import KV16
 from solver.errors import InputError
 from solver.specs.config.read import parse_model_config
 from test_unseen_configs_round15 import BLIP2_VISION, jais_layer
@@ -164,7 +165,7 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
 
 def test_jamba_large_keeps_a_conv_tail_and_an_ssm_state_per_mamba_layer_per_sequence() -> None:
     # 63 Mamba layers x (d_inner 16384 x d_state 16 + (d_conv 4 - 1) x 16384) x 2 bytes = 39,223,296 B a sequence
-    per_seq = sum(layer.blocks[0].state(2, 1).constant_bytes for layer in _spec("ai21labs--AI21-Jamba-Large-1.5").layers)
+    per_seq = sum(layer.blocks[0].state(KV16, 1).constant_bytes for layer in _spec("ai21labs--AI21-Jamba-Large-1.5").layers)
     assert per_seq == 63 * (16384 * 16 + 3 * 16384) * 2
 
 

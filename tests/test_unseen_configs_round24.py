@@ -11,6 +11,7 @@ written before the reader was run on them."""
 from __future__ import annotations
 
 from hand_counts import UNSEEN, Round, count, gated, gqa, lin
+from solver.specs.dtypes import KV16
 from solver.estimate.params import count_params
 from solver.specs.config.read import parse_model_config
 
@@ -242,7 +243,7 @@ def test_zaya_router_counts_its_mlp_state_scale_and_balancing_biases() -> None:
 def test_zaya_keeps_a_conv_tail_and_the_delayed_values_per_request() -> None:
     # the q / k conv tail: (2 - 1) + (2 - 1) tokens of 1,280 channels; the delayed value projection: 128 channels;
     # bf16, 40 layers: 215,040 B a request, beside the 40,960 B of K/V a token
-    states = [b.state(2, 1) for layer in _spec("Zyphra--ZAYA1-8B").layers for b in layer.blocks]
+    states = [b.state(KV16, 1) for layer in _spec("Zyphra--ZAYA1-8B").layers for b in layer.blocks]
     assert sum(s.constant_bytes for s in states) == 40 * (2 * 1280 + 128) * 2 == 215_040
 
 

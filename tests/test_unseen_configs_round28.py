@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from hand_counts import UNSEEN, Round, count, gated, gqa, lin
+from solver.specs.dtypes import KV16
 from solver.errors import InputError
 from solver.specs.config.read import parse_model_config
 from solver.estimate.params import count_params, layer_shares
@@ -183,7 +184,7 @@ def test_ml4_a_kv_source_layer_holds_no_kv_a_and_caches_no_latent() -> None:
     cfg["kv_source_layers"] = [0, 1, 1] + list(range(3, 72))
     assert count(cfg) == ML4_TEXT - lin(6144, 576) - 512
     mixers = _ml4_mixers(cfg)
-    assert mixers[2].state(2, 1).per_token_bytes == 0 and mixers[2].state(2, 1).index_per_token_bytes == 132
+    assert mixers[2].state(KV16, 1).per_token_bytes == 0 and mixers[2].state(KV16, 1).index_per_token_bytes == 132
     # a NoPE layer reads the last NoPE latent: layer 7 from layer 3
     cfg["kv_source_layers"] = list(range(7)) + [3] + list(range(8, 72))
     assert count(cfg) == ML4_TEXT - lin(6144, 512) - 512
@@ -209,7 +210,7 @@ def test_ml4_indexer_reads_the_hidden_state_through_its_own_layernorm_and_scales
 
 
 def test_ml4_indexer_keys_beside_the_latent() -> None:
-    states = [m.state(2, 1) for m in _ml4_mixers(_ml4_text())]
+    states = [m.state(KV16, 1) for m in _ml4_mixers(_ml4_text())]
     assert sum(s.index_per_token_bytes for s in states) == 72 * (128 + 4)
 
 
@@ -458,7 +459,7 @@ def test_low_rank_hyper_connections_need_their_rank() -> None:
 
 def test_qwen4_exp_gated_deltanet_state_per_sequence_is_the_hand_figure() -> None:
     m = ROUND.spec("Qwen--Qwen4-Exp")
-    assert sum(b.state(2, 1).constant_bytes for b in m.blocks) == QWEN4_EXP_GDN_STATE_BYTES
+    assert sum(b.state(KV16, 1).constant_bytes for b in m.blocks) == QWEN4_EXP_GDN_STATE_BYTES
 
 
 @pytest.mark.parametrize("key, value", [("ple_layer_ids", [4])])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from hand_counts import UNSEEN, Round, count, gated, gqa, lin, ln
+from solver.specs.dtypes import KV16
 from solver.errors import InputError
 from solver.specs.config.read import parse_model_config
 from solver.specs.model_rules import kv_sharing_split
@@ -249,7 +250,7 @@ def test_kolibri_selection_below_its_budget_attends_every_key() -> None:
 
 def test_kolibri_selection_caches_nothing_of_its_own_at_one_rank() -> None:
     # K/V: 4 caching indexed layers x 2 x 4 heads x 128 x 2 B = 8,192 B a token; no index keys
-    states = [b.state(2, 1) for layer in _spec("Aleph-Alpha--Kolibri-1.1").layers for b in layer.blocks]
+    states = [b.state(KV16, 1) for layer in _spec("Aleph-Alpha--Kolibri-1.1").layers for b in layer.blocks]
     assert sum(s.per_token_bytes for s in states if s.window is None) == KV_BYTES_PER_TOKEN["Aleph-Alpha--Kolibri-1.1"]
     assert sum(s.index_per_token_bytes for s in states) == 0
 
@@ -261,7 +262,7 @@ def test_kolibri_selection_is_replicated_under_attention_tp(tp: int) -> None:
     ops = _kolibri_decode_ops(32768, tp)
     assert ops[4]["indexer_score"] == 2 * 12 * 128 * 16384  # not divided by TP
     assert ops[4]["attention_core"] == 2 * 48 / tp * KOLIBRI_SELECTED * 256  # the core splits with its heads
-    states = [b.state(2, tp) for layer in _spec("Aleph-Alpha--Kolibri-1.1").layers for b in layer.blocks]
+    states = [b.state(KV16, tp) for layer in _spec("Aleph-Alpha--Kolibri-1.1").layers for b in layer.blocks]
     assert sum(s.index_per_token_bytes for s in states) == 4 * 128 * 2
 
 
@@ -304,7 +305,7 @@ def test_axk2_projects_queries_and_gate_from_the_query_lora_twice_and_gates_its_
     assert _total("skt--A.X-K2") == AXK2
     spec = _spec("skt--A.X-K2")
     blocks = [b for layer in spec.layers for b in layer.blocks if hasattr(b, "indexer")]
-    assert sum(b.state(2, 1).index_per_token_bytes for b in blocks) == AXK2_INDEX_BYTES_PER_TOKEN
+    assert sum(b.state(KV16, 1).index_per_token_bytes for b in blocks) == AXK2_INDEX_BYTES_PER_TOKEN
     cfg = _load("skt--A.X-K2")
     cfg["gated_norm_rank"] = 32  # 48 input norms and 47 pre-MoE norms, each fc1 + fc2 of 2048 x 16 more
     assert count(cfg) == AXK2 + (48 + 47) * 2 * 2048 * 16

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from hand_counts import UNSEEN, Round, count, gqa, gated, lin, ln
+from solver.specs.dtypes import KV16
 from solver.errors import InputError
 from solver.specs.config.read import parse_model_config
 
@@ -200,7 +201,7 @@ def test_minimax_m3_sparse_layers_count_their_lightning_indexer() -> None:
 
 def test_minimax_m3_sparse_layers_cache_their_indexer_keys_beside_the_kv() -> None:
     # bf16: K/V 4 heads x (128 + 128) x 2 B every layer; the indexer's one key of 128 x 2 B on the 30 sparse layers
-    states = [b.state(2, 1) for layer in parse_model_config(_m3_sparse(), "x").layers for b in layer.blocks]
+    states = [b.state(KV16, 1) for layer in parse_model_config(_m3_sparse(), "x").layers for b in layer.blocks]
     assert sum(s.per_token_bytes for s in states) == 60 * 4 * 256 * 2
     assert sum(s.index_per_token_bytes for s in states) == 30 * 128 * 2
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from solver.specs.dtypes import KV16
 from solver.specs.config.read import parse_model_config
 from solver.specs.model import ModelSpec
 
@@ -88,7 +89,7 @@ def test_a_single_mamba2_group_is_replicated_so_attention_tp_only_divides_the_he
     bc = {p.name: p for p in one.parts()}["in_proj_bc"]
     assert bc.degree(4) == 1 and {p.name: p for p in two.parts()}["in_proj_bc"].degree(2) == 2
     # the conv tail over B/C stays whole on each rank: 3 x 2 x 8 x 2 bytes beside the split x channels
-    whole, quarter = one.state(2, 1).constant_bytes, one.state(2, 4).constant_bytes
+    whole, quarter = one.state(KV16, 1).constant_bytes, one.state(KV16, 4).constant_bytes
     assert quarter == whole / 4 + 3 * (2 * 8) * 2 * (1 - 1 / 4)
 
 

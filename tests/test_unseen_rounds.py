@@ -50,6 +50,7 @@ import test_unseen_configs_round41 as round41
 import test_unseen_configs_round42 as round42
 import test_unseen_configs_round43 as round43
 from hand_counts import REFUSED
+from solver.specs.dtypes import KV16
 from solver.cli.main import main
 from solver.errors import InputError
 from solver.estimate.params import count_params
@@ -104,7 +105,7 @@ def test_kv_cache_per_token_is_the_hand_figure(r: str, name: str) -> None:
     cache stops at the window: not counted), shared blocks at each use."""
     blocks = [b for layer in ROUNDS[r].ROUND.spec(name).layers for b in layer.blocks
               if getattr(b, "window", None) is None]
-    assert sum(b.state(2, 1).per_token_bytes for b in blocks) == ROUNDS[r].KV_BYTES_PER_TOKEN[name]
+    assert sum(b.state(KV16, 1).per_token_bytes for b in blocks) == ROUNDS[r].KV_BYTES_PER_TOKEN[name]
 
 
 @pytest.mark.parametrize("r, name", _cases("HAND"))

@@ -73,27 +73,32 @@ def low_latency_rdma_bytes(tokens: int, hidden: int, experts: int) -> int:
 
 def dispatch_tokens(opts: MemoryOptions, seqs: float) -> int:
     """num_max_dispatch_tokens_per_rank the engine's command gives its low-latency buffer (the profile's
-    ep_kernels.buffers.dispatch_tokens) for an attention replica holding `seqs` sequences; 0 where none. `opts`
-    at the configuration's default budget (memory_options.config_options)."""
+    ep_kernels buffers of the worker's role: dispatch_tokens) for an attention replica holding `seqs` sequences;
+    0 where none. `opts` at the configuration's default budget (memory_options.config_options)."""
     ep = opts.ep_kernels
-    if ep is None or ep.buffers is None or ep.buffers.dispatch_tokens is None:
+    bufs = ep.buffers_for(opts.prefill_worker) if ep is not None else None
+    if bufs is None or bufs.dispatch_tokens is None:
         return 0
     replica = max(1, math.ceil(seqs))
     budget = command_budget(opts.token_budget, opts.token_budget_rule, replica, opts.decode_drafts)
     env = {"replica_batch": replica, "mtp": opts.decode_drafts, "step_budget": budget}
-    return int(compile_expr(ep.buffers.dispatch_tokens).evaluate(env))
+    return int(compile_expr(bufs.dispatch_tokens).evaluate(env))
 
 
 def a2a_buffer_bytes(model: ModelSpec, hw: Hardware, pc: ParallelConfig, opts: MemoryOptions, seqs: float) -> float:
     """The EP kernels' communication buffers a rank allocates where the command runs them (the profile's
-    ep_kernels condition at `pc` on the launched device): the engine's set sizes plus DeepEP's low-latency RDMA
-    buffer at the command's dispatch tokens; 0 elsewhere. The engines allocate them beside the KV pool, so the
-    memory a configuration holds grows by them (benchmarks/README.md, Stop 49)."""
+    ep_kernels condition at `pc` on the launched device), those of the worker's role (a prefill worker's own:
+    EpKernels.buffers_for): the engine's set sizes (and those it adds where the EP group spans nodes) plus
+    DeepEP's low-latency RDMA buffer at the command's dispatch tokens; 0 elsewhere. The engines allocate them
+    beside the KV pool, so the memory a configuration holds grows by them (benchmarks/README.md, Stop 49, 50)."""
     ep = opts.ep_kernels
-    if ep is None or ep.buffers is None or not model.is_moe or pc.moe_ep_size <= 1:
+    bufs = ep.buffers_for(opts.prefill_worker) if ep is not None else None
+    if ep is None or bufs is None or not model.is_moe or pc.moe_ep_size <= 1:
         return 0.0
-    if not ep_kernels_hold(ep.when, pc, launched_device(hw)):
+    dev = launched_device(hw)
+    if not ep_kernels_hold(ep.when, pc, dev):
         return 0.0
     tokens = dispatch_tokens(config_options(opts, model, pc, hw), seqs)
     ll = low_latency_rdma_bytes(tokens, model.hidden_size, pc.expert_slots(model.num_experts)) if tokens else 0
-    return float(ep.buffers.fixed_bytes + ll)
+    across = bufs.internode_bytes if pc.moe_ep_size > dev.ranks_per_node else 0
+    return float(bufs.fixed_bytes + across + ll)

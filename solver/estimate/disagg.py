@@ -76,9 +76,10 @@ slowest the deployment spans (transfer_tier: the router pairs any prefill worker
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from solver.specs.dtypes import KVFormat
 from solver.estimate import comm
 from solver.estimate.compute import Factors
 from solver.estimate.memory import MemoryReport, memory_per_rank
@@ -113,29 +114,29 @@ from solver.specs.scenario import DEFAULT_MTP_ACCEPT
 DECODE_ADMISSION_STEPS = 1.5
 
 
-def kv_bytes_per_request(model: ModelSpec, kv_bytes: int, tokens: int, attn_tp: int = 1,
+def kv_bytes_per_request(model: ModelSpec, kv: KVFormat, tokens: int, attn_tp: int = 1,
                          mtp_layers: int = 0, index_unquantised: bool = False) -> float:
     """Cache bytes `tokens` tokens of one request occupy on one rank of an attention group with TP `attn_tp`
     (attn_tp = 1: the whole request). Every cached layer (local-window layers capped at their window), the MTP
     layers' cache when they run, and DSA indexer keys, which attention TP does not split (in the engine's format:
     `index_unquantised`, CacheLayout.index_unquantised)."""
-    return sum(_request_caches(model, kv_bytes, tokens, attn_tp, mtp_layers, index_unquantised))
+    return sum(_request_caches(model, kv, tokens, attn_tp, mtp_layers, index_unquantised))
 
 
-def _request_caches(model: ModelSpec, kv_bytes: int, tokens: int, attn_tp: int, mtp_layers: int,
+def _request_caches(model: ModelSpec, kv: KVFormat, tokens: int, attn_tp: int, mtp_layers: int,
                     index_unquantised: bool) -> tuple[float, float]:
     """(KV, indexer keys) of kv_bytes_per_request."""
     layer_tokens = cached_tokens_per_layer_sum(model, tokens) + mtp_layers * tokens
-    return (layer_tokens * kv_bytes_per_token_layer(model, kv_bytes, attn_tp),
+    return (layer_tokens * kv_bytes_per_token_layer(model, kv, attn_tp),
             layer_tokens * indexer_bytes_per_token_layer(model, index_unquantised))
 
 
-def constant_state_per_request(model: ModelSpec, kv_bytes: int, attn_tp: int = 1, group: int | None = None) -> float:
+def constant_state_per_request(model: ModelSpec, kv: KVFormat, attn_tp: int = 1, group: int | None = None) -> float:
     """The state of one request that does not grow with its tokens (linear-attention / SSM state, conv tails, a
     cross-attention layer's image K/V) on one rank of an attention group with TP `attn_tp`: the prefill worker
     built it, so it is handed over with the KV. CP / KVP do not split it (each rank of their group holds it);
     `group`: the attention-TP group (TP x KVP where KVP reuses the TP ranks), which splits it."""
-    return state_of_layers(model.layer_groups, kv_bytes, attn_tp, 1, group).constant
+    return state_of_layers(model.layer_groups, kv, attn_tp, 1, group).constant
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,7 @@ def transfer_tier(hw: Hardware, prefill_ranks: int, decode_ranks: int, prefill_w
     return name, hw.tiers[name]
 
 
-def kv_transfer(model: ModelSpec, hw: Hardware, prefill: ParallelConfig, decode: ParallelConfig, kv_bytes: int,
+def kv_transfer(model: ModelSpec, hw: Hardware, prefill: ParallelConfig, decode: ParallelConfig, kv_fmt: KVFormat,
                 isl: int, mtp_layers: int = 0, kvp_splits_weights: bool = False, prefill_workers: int = 1,
                 decode_workers: int = 1, layout: CacheLayout = SEED_LAYOUT, over_nics: bool = False) -> Transfer:
     """Bytes and seconds of one request's KV transfer (module docstring). The decode side's CP x KVP split the
@@ -175,17 +176,17 @@ def kv_transfer(model: ModelSpec, hw: Hardware, prefill: ParallelConfig, decode:
     keep every indexer key receive them all, and the indexer keys travel in the engine's format. `over_nics`:
     the engine's transport (transfer_tier)."""
     unq = layout.index_unquantised
-    whole = (kv_bytes_per_request(model, kv_bytes, isl, 1, mtp_layers, unq)
-             + constant_state_per_request(model, kv_bytes))
+    whole = (kv_bytes_per_request(model, kv_fmt, isl, 1, mtp_layers, unq)
+             + constant_state_per_request(model, kv_fmt))
     a = decode.attn_tp_size
     cp_shards = 1 if layout.cp_replicates_kv else decode.cp_size
 
     def received(layers: ModelSpec, mtp: int) -> float:
         """What one decode rank of an attention group receives of `layers`' caches."""
-        kv, idx = _request_caches(layers, kv_bytes, isl, a, mtp, unq)
+        kv, idx = _request_caches(layers, kv_fmt, isl, a, mtp, unq)
         return (kv / (cp_shards * decode.kvp_size)
                 + idx / (cp_shards * (1 if layout.kvp_replicates_index else decode.kvp_size))
-                + constant_state_per_request(layers, kv_bytes, a, decode.attn_tp_group(kvp_splits_weights)))
+                + constant_state_per_request(layers, kv_fmt, a, decode.attn_tp_group(kvp_splits_weights)))
 
     def per_stage(pp: int) -> list[float]:
         """received() of each pipeline stage's layers (MTP on the last): a stage's ranks hold, so send or
@@ -499,7 +500,7 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
                       layers=step_layers(model, decode_pc, "decode", dec_batch,
                                          wl.mtp if model.num_mtp_layers else 0))
     mtp_layers = model.num_mtp_layers if wl.mtp else 0
-    xfer = kv_transfer(model, hw, prefill_pc, decode_pc, prec.kv_bytes, wl.isl, mtp_layers,
+    xfer = kv_transfer(model, hw, prefill_pc, decode_pc, prec.kv_format, wl.isl, mtp_layers,
                        dec_opts.kvp_splits_attention_weights, wl.prefill_workers, wl.decode_workers,
                        layout=dec_opts.cache_layout, over_nics=f_decode.kv_handoff_over_nics)
     # the front end's cost (HTTP, tokenizer, router) is paid where the request enters: the prefill server's
@@ -510,9 +511,10 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
     # the rest: kv_transfer), so it holds their weights and that cache too
     # and a forward holds every prompt of its step, as priced (its command's budget holds them: launch.emit)
     step_prompts = shape.prompts_per_step * shape.prefill_replicas
+    # a prefill worker's own command: its step budget and its EP kernels' buffers (MemoryOptions.prefill_worker)
     pmem = memory_per_rank(model, hw, prefill_pc, prec, step_prompts, wl.isl,
-                           workload_options(pre_opts, wl.isl,
-                                            step_prompts=step_prompts if f_prefill.prefill_budget_set else None),
+                           replace(workload_options(pre_opts, wl.isl, step_prompts=step_prompts
+                                                    if f_prefill.prefill_budget_set else None), prefill_worker=True),
                            mtp_layers=wl.mtp)
     dmem = memory_per_rank(model, hw, decode_pc, prec, shape.running * shape.decode_replicas, wl.isl + wl.osl,
                            dec_opts, mtp_layers=wl.mtp)

@@ -95,8 +95,8 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
         sizes = graph_sizes_at(f, pc, model.num_experts, math.ceil(per), mtp_layers)
         padded, eager = graph_batch(math.ceil(per), sizes)
         seqs = max(per, float(padded))
-        work = Work("decode", new_tokens=seqs * (1 + wl.mtp), context=wl.seq_len, sequences=seqs,
-                    logits_tokens=seqs * (1 + wl.mtp), span=wl.decode_span)
+        work = Work("decode", new_tokens=seqs * wl.verify_width, context=wl.seq_len, sequences=seqs,
+                    logits_tokens=seqs * wl.verify_width, span=wl.decode_span)
         return StepPlan("decode", pc.world_size, replicas, per, None, work, mtp_layers, wl, dec_seqs=per,
                         dec_eager=eager, graph_batch=padded, dec_layers=step_layers(model, pc, "decode", seqs, mtp_layers))
     synced = synced_ranks(model, pc)
@@ -110,8 +110,8 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
     n = shape.prompts_per_step
     pre = Work.prefill(*wl.prompt_tokens, n)
     b = shape.graph_batch or shape.running
-    dec = Work("decode", new_tokens=b * (1 + wl.mtp), context=wl.isl + wl.osl / 2, sequences=b,
-               logits_tokens=b * (1 + wl.mtp), span=wl.decode_span)
+    dec = Work("decode", new_tokens=b * wl.verify_width, context=wl.isl + wl.osl / 2, sequences=b,
+               logits_tokens=b * wl.verify_width, span=wl.decode_span)
     pre_mtp = prompt_draft_passes(mtp_layers)
     return StepPlan("serving", pc.world_size, replicas, shape.per_replica, pre, dec, mtp_layers, wl, shape,
                     pre_seqs=n, dec_seqs=shape.running, dec_eager=shape.eager_decode,

@@ -86,6 +86,10 @@ class MemoryOptions:
     # the engine's EP kernels, their condition and the buffers they allocate (FrameworkProfile.ep_kernels), read
     # by buffers.a2a_buffer_bytes
     ep_kernels: EpKernels | None = None
+    # a disaggregated prefill worker's memory (its profile read as that role: FrameworkProfile.prefill_role, set by
+    # framework_options and role_options): its command keeps the scheduler's step budget and runs that role's EP
+    # kernels, whose buffers it allocates (EpKernels.buffers_for)
+    prefill_worker: bool = False
 
     def chunk_tokens(self, synced: int, replica_batch: int = 1) -> int:
         """Tokens of one prefill forward of an attention replica holding `replica_batch` requests, where `synced`
@@ -154,8 +158,9 @@ def _with_layout(opts: MemoryOptions | None, src: Factors | FrameworkProfile) ->
         layout["token_budget"] = src.token_budget or DEFAULT_TOKEN_BUDGET
         layout["budget_split_by_attention_dp"] = bool(src.budget_split_by_attention_dp)
         layout["token_budget_rule"] = src.token_budget_rule
-    else:  # the rule is the command's, whatever the device
+    else:  # the rule is the command's, whatever the device; the role the profile is read as
         layout["token_budget_rule"] = src.launch.step_budget_rule() if src.launch is not None else None
+        layout["prefill_worker"] = src.prefill_role
     if all(getattr(opts, k) == v for k, v in layout.items()):
         return opts
     return replace(opts, **layout)
@@ -164,8 +169,15 @@ def _with_layout(opts: MemoryOptions | None, src: Factors | FrameworkProfile) ->
 def config_options(opts: MemoryOptions, model: ModelSpec, pc: ParallelConfig, hw: Hardware) -> MemoryOptions:
     """`opts` with configuration `pc`'s default tokens per step on `hw` (profile_serving.step_default: the EP
     kernels' where they hold), which chunk_tokens and the EP buffers read: memory_per_rank's options."""
-    budget = step_default(opts.ep_kernels, opts.token_budget, model.is_moe, pc, launched_device(hw))
+    budget = step_default(opts.ep_kernels, opts.token_budget, model.is_moe, pc, launched_device(hw),
+                          opts.prefill_worker)
     return opts if budget == opts.token_budget else replace(opts, token_budget=budget)
+
+
+def role_options(opts: MemoryOptions, fw: FrameworkProfile) -> MemoryOptions:
+    """`opts` for a worker of the role `fw` is read as (FrameworkProfile.prefill_role): what a caller holding the
+    engine's factors (engine_options, which know no role) and the profile passes on."""
+    return opts if opts.prefill_worker == fw.prefill_role else replace(opts, prefill_worker=fw.prefill_role)
 
 
 def device_options(opts: MemoryOptions, hw: Hardware) -> MemoryOptions:

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from solver.specs.dtypes import KV16, KVFormat
 from solver.memo import IdentityMemo
 from solver.specs.layers.base import heads_split
 from solver.specs.model import ModelSpec
@@ -20,21 +21,21 @@ def _primary(model: ModelSpec):
     return model._attention
 
 
-def kv_bytes_per_token_layer(model: ModelSpec, kv_bytes: int, attn_tp: int = 1) -> float:
+def kv_bytes_per_token_layer(model: ModelSpec, kv: KVFormat, attn_tp: int = 1) -> float:
     """KV-cache bytes one token adds in one layer of the primary (full) attention type on one rank.
 
     GQA: K and V for this rank's KV heads. MLA: the compressed latent plus the rope key, one shared 'head'
     that attention TP does not shard. Per-layer figures for every layer type: `state_of_layers`.
     """
     a = _primary(model)
-    return a.state(kv_bytes, attn_tp).per_token_bytes if a is not None else 0.0
+    return a.state(kv, attn_tp).per_token_bytes if a is not None else 0.0
 
 
 def indexer_bytes_per_token_layer(model: ModelSpec, unquantised: bool = False) -> float:
     """DSA indexer key cache: index_head_dim FP8 values + one FP32 scale (132 B for V3.2); `unquantised` (the
     engine's CacheLayout.index_unquantised): the values in the activation dtype, no scale (256 B)."""
     a = _primary(model)
-    return a.state(2, 1).index_bytes(unquantised) if a is not None else 0.0
+    return a.state(KV16, 1).index_bytes(unquantised) if a is not None else 0.0
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ class StateBytes:
     constant: float  # per-request state that does not grow: linear-attention / SSM state, conv tails, image K/V
 
 
-def state_of_layers(layers: list, kv_bytes: int, attn_tp: int, seq_len: float,
+def state_of_layers(layers: list, kv_fmt: KVFormat, attn_tp: int, seq_len: float,
                     group: int | None = None, index_unquantised: bool = False, kv_block: int = 1,
                     shards: int = 1, index_shards: int = 1) -> StateBytes:
     """Per-request state of (layer, count) pairs holding `seq_len` tokens; `group`: the attention-TP group
@@ -114,7 +115,7 @@ def state_of_layers(layers: list, kv_bytes: int, attn_tp: int, seq_len: float,
     kv = idx = const = 0.0
     for layer, n in layers:
         for block in layer.blocks:
-            st = block.state(kv_bytes, heads_split(block, attn_tp, group))
+            st = block.state(kv_fmt, heads_split(block, attn_tp, group))
             held = st.tokens_held(seq_len)
             kv += n * st.per_token_bytes * in_blocks(held, shards, kv_block)
             idx += n * st.index_bytes(index_unquantised) * in_blocks(held, index_shards, kv_block)
@@ -133,7 +134,7 @@ def cached_tokens_per_layer_sum(model: ModelSpec, seq_len: int) -> float:
     total = 0.0
     for layer, n in model.layer_groups:
         for block in layer.blocks:
-            st = block.state(2, 1)
+            st = block.state(KV16, 1)
             if st.grows:
                 total += n * st.tokens_held(seq_len)
     return total
@@ -163,7 +164,7 @@ def request_state(model: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len
     group = pc.attn_tp_group(kvp_splits_weights)
 
     def build() -> StateBytes:
-        st = state_of_layers(model.layer_groups + _mtp_layers(model, mtp_layers), prec.kv_bytes, pc.attn_tp_size,
+        st = state_of_layers(model.layer_groups + _mtp_layers(model, mtp_layers), prec.kv_format, pc.attn_tp_size,
                              seq_len, group, layout.index_unquantised, layout.kv_block, shards, index_shards)
         return StateBytes(st.kv / shards, st.index / index_shards, st.constant)
 
@@ -171,7 +172,7 @@ def request_state(model: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len
         st = build()
         if layout.block_alignment is not None:
             ordered, held = _engine_layers(model, mtp_layers, layout.drafting)
-            paged = shared_pages(ordered, prec.kv_bytes, pc.attn_tp_size, group, seq_len / shards,
+            paged = shared_pages(ordered, prec.kv_format, pc.attn_tp_size, group, seq_len / shards,
                                  layout.block_alignment, layout.state_pages, layout.latent_block_alignment,
                                  layout.key_page_holds_ssm, held)
             return st if paged is None else StateBytes(paged.kv, st.index, paged.constant)
@@ -179,7 +180,7 @@ def request_state(model: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len
             return state_pool(st, layout.state_pool_share, layout.state_pages)
         return st
 
-    key = (pc.attn_tp_size, group, shards, index_shards, layout.index_unquantised, prec.kv_bytes, seq_len, mtp_layers,
+    key = (pc.attn_tp_size, group, shards, index_shards, layout.index_unquantised, prec.kv_format, seq_len, mtp_layers,
            layout.block_alignment, layout.latent_block_alignment, layout.state_pool_share, layout.state_pages,
            layout.key_page_holds_ssm, layout.drafting, layout.kv_block)
     return _REQUEST_STATE.get((model,), key, engine)
@@ -193,7 +194,7 @@ def reserved_blocks(model: ModelSpec, pc: ParallelConfig, prec: Precision, mtp_l
     would be the reserve (left out: under 1% of a request's pages at the hybrids' blocks of 1,000+ tokens)."""
     if not layout.reserved_blocks:
         return StateBytes(0.0, 0.0, 0.0)
-    st = state_of_layers(model.layer_groups + _mtp_layers(model, mtp_layers), prec.kv_bytes, pc.attn_tp_size,
+    st = state_of_layers(model.layer_groups + _mtp_layers(model, mtp_layers), prec.kv_format, pc.attn_tp_size,
                          layout.kv_block, pc.attn_tp_group(kvp_splits_weights), layout.index_unquantised)
     if layout.block_alignment is not None and st.constant > 0:
         return StateBytes(0.0, 0.0, 0.0)
@@ -212,7 +213,7 @@ def _engine_layers(model: ModelSpec, mtp_layers: int, drafting: bool) -> tuple[l
     return ordered, range(start, start + len(model.layers) + (len(mtp) if mtp_layers else 0))
 
 
-def shared_pages(layers: list, kv_bytes: int, attn_tp: int, group: int, tokens: float, alignment: int,
+def shared_pages(layers: list, kv_fmt: KVFormat, attn_tp: int, group: int, tokens: float, alignment: int,
                  state_pages: int, latent_alignment: int | None = None, key_page_holds_ssm: bool = False,
                  held: range | None = None) -> StateBytes | None:
     """One request's KV and state on a rank where both live in pages of one pool (vLLM 0.34.0's hybrid KV cache
@@ -243,12 +244,12 @@ def shared_pages(layers: list, kv_bytes: int, attn_tp: int, group: int, tokens: 
     key_page = 0.0  # one token's K in one layer (key_page_holds_ssm)
     for i, layer in enumerate(layers):
         for block in layer.blocks:
-            st = block.state(kv_bytes, heads_split(block, attn_tp, group))
+            st = block.state(kv_fmt, heads_split(block, attn_tp, group))
             if st.grows and st.per_token_bytes > 0:
                 grow.append((i, st.per_token_bytes, st.tokens_held(tokens)))
                 rank = getattr(block, "kv_lora_rank", 0)
                 latent = latent or rank > 0
-                key_page = max(key_page, rank * kv_bytes if rank else st.per_token_bytes / 2)
+                key_page = max(key_page, rank * kv_fmt.element_bytes if rank else st.per_token_bytes / 2)
             if st.constant_bytes > 0:
                 parts = [p for p in (st.ssm_bytes, st.conv_bytes) if p > 0]
                 const.append((i, st.constant_bytes, max(parts), min(parts) if st.conv_bytes > 0 else 0.0))

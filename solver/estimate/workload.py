@@ -45,6 +45,9 @@ class Workload:
     concurrency: int = 0
     mtp: int = 0  # next-n depth
     mtp_accept: float = DEFAULT_MTP_ACCEPT
+    # tokens a decode step verifies a sequence where a lookup drafts a tree of them (DraftMethods.lookup_verify);
+    # 0: 1 + mtp, a chain. The accepted tokens stay mtp_tokens_per_step(mtp, mtp_accept)
+    verify_tokens: int = 0
     token_budget: int | None = None  # tokens per forward step; None = the framework's default (`token_budget`)
     # serving only: benchmark and framework parameters (closed_loop's module docstring)
     benchmark_waves: int = DEFAULT_BENCHMARK_WAVES  # k: a run sends k x concurrency requests
@@ -54,6 +57,11 @@ class Workload:
     max_running: int = 0  # framework cap on running sequences per replica (max_num_seqs); 0 = memory decides
     # prefill and serving: the share of each prompt's tokens found in the engine's prefix cache (prompt_tokens)
     prefix_hit: float = 0.0
+
+    @property
+    def verify_width(self) -> int:
+        """Tokens a decode step runs a sequence: its own and the drafts it verifies (verify_tokens, else 1 + mtp)."""
+        return self.verify_tokens or 1 + self.mtp
 
     @classmethod
     def for_scenario(cls, scenario: Scenario, batch: int) -> "Workload":
@@ -71,9 +79,10 @@ class Workload:
 
     @classmethod
     def decode_of(cls, batch: int, isl: int, osl: int, mtp: int = 0,
-                  mtp_accept: float = DEFAULT_MTP_ACCEPT) -> "Workload":
+                  mtp_accept: float = DEFAULT_MTP_ACCEPT, verify_tokens: int = 0) -> "Workload":
         """Decode steps of `batch` sequences over OSL tokens after ISL-token prompts."""
-        return cls("decode", batch=batch, seq_len=isl + osl // 2, isl=isl, osl=osl, mtp=mtp, mtp_accept=mtp_accept)
+        return cls("decode", batch=batch, seq_len=isl + osl // 2, isl=isl, osl=osl, mtp=mtp, mtp_accept=mtp_accept,
+                   verify_tokens=verify_tokens)
 
     @property
     def context_len(self) -> int:

@@ -168,10 +168,13 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
                                          "A (the engine's per-position acceptance rate at position 1)")
     if mtp_accept is not None and not depth:
         raise InputError("--mtp-accept", "the command drafts no tokens (no speculative depth): nothing to accept")
+    verify = lookup_verify_tokens(fw, r.given) if lookup else None
     if lookup:
+        width = (f"a tree of {verify} tokens a sequence ({fw.draft_methods.lookup_verify.flag}" +  # type: ignore[union-attr]
+                 ("" if ("flag", fw.draft_methods.lookup_verify.flag) in r.given else ", the engine's default") +  # type: ignore[union-attr]
+                 f"), accepting as a chain of depth {depth}" if verify else f"1 + {depth} tokens a sequence")
         r.notes.append(f"{draft.said} {draft.method}: a lookup draft, no draft forward: priced as the target "  # type: ignore[union-attr]
-                       f"verifying 1 + {depth} tokens a sequence at --mtp-accept {mtp_accept}, no next-n layers "
-                       "loaded or run")
+                       f"verifying {width} at --mtp-accept {mtp_accept}, no next-n layers loaded or run")
     phase = r.role.role if r.role is not None else None
     # the formats the command spells are the ones it runs, unless the user gives them
     spelled = formats_spelled(fw, r, load_model(r.model).quant.method != "none")
@@ -210,10 +213,28 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
                 WorkloadSpec(phase="prefill", batch=concurrency, seq_len=isl))
     dep = Deployment(model=r.model, hardware=hardware, framework=r.framework, world_size=r.world,
                      parallel_config=r.parallel_config, mtp=depth, mtp_accept=mtp_accept,
-                     draft="lookup" if lookup else "next_n",
+                     draft="lookup" if lookup else "next_n", verify_tokens=verify,
                      quant=QuantSpecIn(weights=weight_dtype, moe_weights=moe_weight_dtype, kv_cache=kv_dtype),
                      workload=workload)
     return r, dep
+
+
+def lookup_verify_tokens(fw: Any, given: dict) -> int | None:
+    """The tokens a lookup draft's verify runs a sequence where the engine verifies a tree (the profile's
+    draft_methods.lookup_verify: the command's flag, else the engine's default); None: a chain of 1 + depth."""
+    tree = fw.draft_methods.lookup_verify if fw.draft_methods is not None else None
+    if tree is None:
+        return None
+    value = given.get(("flag", tree.flag))
+    if value is None:
+        return tree.default
+    try:
+        tokens = int(value)
+    except ValueError:
+        raise InputError("--command", f"{tree.flag} {value}: not a whole number of tokens") from None
+    if tokens < 1:
+        raise InputError("--command", f"{tree.flag} {tokens}: the tokens verified a sequence must be at least 1")
+    return tokens
 
 
 def long_request_findings(fw: Any, not_read: list[str], flag: str, given: bool, limit: int, isl: int, osl: int,

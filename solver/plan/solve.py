@@ -15,7 +15,7 @@ from solver.specs.notes import input_notes, past_position_table
 from solver.specs.limits import MAX_CARDS, MAX_TIME_LIMIT_S, MAX_TOP
 from solver.estimate.compute import factors_for
 from solver.estimate.factors import Factors
-from solver.estimate.memory_options import MemoryOptions, engine_options, workload_options
+from solver.estimate.memory_options import MemoryOptions, engine_options, role_options, workload_options
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.plan import cpsat
 from solver.plan.points import CutStop, Point, SolverParams, SolveStatus, attention_family, pareto, pattern_key
@@ -265,11 +265,13 @@ def plan_inputs(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int
     # the tables, the full estimates and the memory checks all price the engine's layout (memory_options.engine_options)
     # one request's prefill holds its prompt; a decode step runs its drafts; a prefill-only worker's forward holds
     # every prompt of its step (memory_options.workload_options)
-    return hw, f, workload_options(engine_options(mem_opts, f), scenario.isl,
-                                   scenario.mtp if model.num_mtp_layers else 0,
-                                   # the most prompts a step may hold: a forward holds a replica's share
-                                   (scenario.concurrency or scenario.max_concurrency)
-                                   if scenario.phase == "prefill" and f.prefill_budget_set else None)
+    # a disaggregated pool's worker as its role's command runs it (memory_options.role_options: a prefill
+    # worker's step budget and EP buffers)
+    return hw, f, role_options(workload_options(engine_options(mem_opts, f), scenario.isl,
+                                                scenario.mtp if model.num_mtp_layers else 0,
+                                                # the most prompts a step may hold: a forward holds a replica's share
+                                                (scenario.concurrency or scenario.max_concurrency)
+                                                if scenario.phase == "prefill" and f.prefill_budget_set else None), fw)
 
 
 def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int, scenario: Scenario,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
+from solver.specs.dtypes import KV16
 from solver.estimate.memory import MemoryReport
 from solver.rank.cell import apart
 from solver.rank.kv_split import kv_splitters
@@ -286,7 +287,7 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
         # a layer keeping a window beside a cache that grows with the whole sequence (DeepSeek-V4's compressed
         # attention): the window does not bound the KV, so the split by sequence applies as to full attention
         both = sorted({b.label() for b, _ in model.block_groups if getattr(b, "window", None)
-                       and b.state(2, 1).grows and b.state(2, 1).window is None})
+                       and b.state(KV16, 1).grows and b.state(KV16, 1).window is None})
         if both:
             l3 += f"; {', '.join(both)}: a bounded window beside a cache that grows with the sequence"
     lines.append(f"Layer 3 (max sequence {seq:,}, {l3}): " + (f"+{'/'.join(addon)}" if addon else

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from solver.specs.dtypes import KV16
 from solver.estimate.params import count_params
 from solver.specs.model import ModelSpec
 from solver.specs.precision import held_groups
@@ -109,7 +110,7 @@ def _block_rows(m: ModelSpec) -> list[dict[str, Any]]:
             for i in layer.shared.blocks:
                 stored.setdefault(layer.blocks[i], set()).add(layer.shared.index)
     for block, n in m.block_groups:
-        st = block.state(2, 1)
+        st = block.state(KV16, 1)
         copies = len(stored[block]) if block in stored else n
         rows.append({"block": block.label() + (f" (stored {copies}x, run {n}x)" if block in stored else ""),
                      "kind": block.kind, "role": block.role, "layers": n,
@@ -196,10 +197,10 @@ def cache_layout_data(m: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len
     from solver.rank.kv_split import cp_decode_form
 
     layout = replace(opts.cache_layout, kv_block=1)  # the split of a request's tokens, before their blocks
-    whole = state_of_layers(m.layer_groups, prec.kv_bytes, pc.attn_tp_size, seq_len,
+    whole = state_of_layers(m.layer_groups, prec.kv_format, pc.attn_tp_size, seq_len,
                             pc.attn_tp_group(opts.kvp_splits_attention_weights), layout.index_unquantised)
     rank = request_state(m, pc, prec, seq_len, kvp_splits_weights=opts.kvp_splits_attention_weights, layout=layout)
-    out: dict[str, Any] = {"kv_bytes_per_token_layer": kv_bytes_per_token_layer(m, prec.kv_bytes, pc.attn_tp_size),
+    out: dict[str, Any] = {"kv_bytes_per_token_layer": kv_bytes_per_token_layer(m, prec.kv_format, pc.attn_tp_size),
                            "kv_split": round(whole.kv / rank.kv) if rank.kv else 1}
     if pc.cp_size > 1:  # how its CP ranks decode a cached request, as check's note says (rank.kv_split)
         out["cp_decode"] = cp_decode_form(opts.cp_replicates_kv_cache, opts.cp_decode_repeats_batch,

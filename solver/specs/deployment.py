@@ -138,6 +138,9 @@ class Deployment(BaseModel):
                                                "next-n layers, or a lookup in the request's tokens (ngram: no "
                                                "draft forward; its acceptance is the prompts', so mtp_accept is "
                                                "required)")
+    verify_tokens: int | None = Field(None, gt=0, le=MAX_TOKENS,
+                                      description="tokens the target verifies a sequence each decode step where a "
+                                      "lookup draft is a tree of them (SGLang NGRAM's draft tokens); None: 1 + mtp")
     enable_online_split_weight: bool | None = None
     afd: bool = Field(False, description="attention-FFN disaggregation: half the ranks attention, half FFN")
     previous_parallel_config: dict[str, StrictInt] | None = None
@@ -156,6 +159,8 @@ class Deployment(BaseModel):
             raise FieldProblem("mtp_accept", unread)
         if self.draft == "lookup" and self.mtp and self.mtp_accept is None:
             raise FieldProblem("mtp_accept", LOOKUP_ACCEPT_MISSING)
+        if self.verify_tokens is not None and not (self.draft == "lookup" and self.mtp):
+            raise FieldProblem("verify_tokens", "only a lookup draft (draft: lookup, mtp > 0) verifies a tree")
         for field in ("parallel_config", "previous_parallel_config"):
             cfg = getattr(self, field) or {}
             unknown = sorted(set(cfg) - set(CONFIG_KEYS))

@@ -109,40 +109,23 @@ KV_FORMATS = ("bf16", "fp16", "fp8", "int8")
 KV_HEAD_SCALE_BYTES = {"int8": 8}
 
 
-class KVBytes(int):
-    """A KV-cache element's bytes (the int every layer multiplies its cached values by), carrying the scale bytes
-    its format stores per token and KV head (KV_HEAD_SCALE_BYTES), which a GQA layer adds per cached head. Equal
-    only to the same element bytes with the same scales, so a memo keyed on it tells int8 from fp8."""
+@dataclass(frozen=True)
+class KVFormat:
+    """A KV-cache format as the layers read it: the bytes of each cached value, and the scale bytes the format
+    stores per token and KV head beside them (KV_HEAD_SCALE_BYTES), which a GQA layer adds per cached head."""
 
-    head_scale: int
-
-    def __new__(cls, element: int, head_scale: int = 0) -> "KVBytes":
-        out = super().__new__(cls, element)
-        out.head_scale = head_scale
-        return out
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, int):
-            return NotImplemented
-        return int(self) == int(other) and self.head_scale == getattr(other, "head_scale", 0)
-
-    def __ne__(self, other: object) -> bool:
-        eq = self.__eq__(other)
-        return eq if eq is NotImplemented else not eq
-
-    def __hash__(self) -> int:
-        return hash((int(self), self.head_scale)) if self.head_scale else hash(int(self))
-
-    def __getnewargs__(self) -> tuple[int, int]:  # pickled to sweep's worker processes whole
-        return int(self), self.head_scale
-
-    def __repr__(self) -> str:
-        return f"KVBytes({int(self)}, head_scale={self.head_scale})" if self.head_scale else repr(int(self))
+    element_bytes: int
+    head_scale_bytes: int = 0
 
 
-def kv_head_scale_bytes(kv_bytes: int) -> int:
-    """The scale bytes per token and KV head a cache of these element bytes stores (0 for a plain int)."""
-    return getattr(kv_bytes, "head_scale", 0)
+# a 16-bit cache without scales: the format a caller reading a layer's state for its shape (what grows, what is
+# constant) or for a 16-bit state (recurrent, convolution) passes
+KV16 = KVFormat(2)
+
+
+def kv_head_scale_bytes(name: str) -> int:
+    """The scale bytes per token and KV head the KV format `name` stores (KV_HEAD_SCALE_BYTES; 0 for most)."""
+    return KV_HEAD_SCALE_BYTES.get(number_format(name).name, 0)
 
 
 # Weight-format spellings that also name the GEMMs' activations: int4 weights with 8-bit activations (the device's
@@ -193,4 +176,4 @@ def kv_element_bytes(name: str, field: str = "kv_dtype") -> int:
     fmt = number_format(name, field)
     if fmt.name not in KV_FORMATS:
         raise InputError(field, f"{name!r} is not a KV-cache format; use one of {', '.join(KV_FORMATS)}")
-    return KVBytes(int(fmt.bits // 8), KV_HEAD_SCALE_BYTES.get(fmt.name, 0))
+    return int(fmt.bits // 8)

@@ -112,11 +112,23 @@ class KVBlocks(BaseModel):
 DRAFT_KINDS = ("next_n", "lookup", "draft_model")
 
 
+class LookupVerify(BaseModel):
+    """The tokens a lookup draft's verify step runs a sequence where the engine verifies a tree of them (its nodes,
+    the last accepted token among them), not a chain of 1 + depth: the command's flag giving them, the engine's
+    value where the command leaves it out."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    flag: str = Field(pattern=r"^--", description="the launch flag whose value is the tokens verified a sequence")
+    default: int = Field(gt=0, description="the engine's value where the command does not set the flag")
+    source: str = Field(min_length=1, description="the engine source file:line")
+
+
 class DraftMethods(BaseModel):
     """The speculative methods the engine's command may name, by what one draft step runs: `next_n` the model's
     own MTP layers (priced as --mtp N), `lookup` no draft forward (the drafts are found in the request's tokens),
-    `draft_model` a separate draft model (its size is the path's, which shardplan cannot know). The verify step,
-    the target over 1 + N tokens a sequence, is the same for all."""
+    `draft_model` a separate draft model (its size is the path's, which shardplan cannot know). The verify step
+    is the target over 1 + N tokens a sequence, a lookup's the tree `lookup_verify` gives where it is set."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -124,6 +136,8 @@ class DraftMethods(BaseModel):
     lookup: list[str] = Field(default_factory=list, description="methods drafting by a lookup, no draft forward")
     draft_model: list[str] = Field(default_factory=list, description="methods drafting with a separate model")
     any_case: bool = Field(False, description="the engine reads the method in any case (upper-cases it)")
+    lookup_verify: LookupVerify | None = Field(None, description="a lookup's verified tree (None: a chain of 1 + N "
+                                               "tokens a sequence)")
     source: str = Field(min_length=1, description="the engine source file:line the methods are read from")
 
     def kind(self, method: str) -> str | None:
@@ -405,6 +419,12 @@ class FrameworkProfile(BaseModel):
     def ep_kernels(self) -> "EpKernels | None":
         """The engine's EP kernels (serving.ep_kernels): the memory side's name for them (memory_options.MEMORY_AMOUNTS)."""
         return self.serving.ep_kernels
+
+    @property
+    def prefill_role(self) -> bool:
+        """Whether this profile is read as a disaggregated prefill worker's (for_role("prefill")): the memory side
+        sizes that worker's own buffers (memory_options.MemoryOptions.prefill_worker)."""
+        return self._prefill_role
 
     @property
     def rule_aliases(self) -> tuple[tuple[str, tuple[str, ...] | str], ...]:

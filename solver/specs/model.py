@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from dataclasses import dataclass, field, replace
 
+from solver.specs.dtypes import KV16
 from solver.specs.config.encoders import Encoder
 from solver.specs.config.quant import QuantSpec
 from solver.specs.context import RopeScaling
@@ -343,7 +344,7 @@ class ModelSpec:
         RecurrentGemma: every attention layer local): the KV per sequence stops growing there. None when a
         layer's state grows with the whole sequence (a full-attention layer; DeepSeek-V4's compressed cache,
         kept beside its window at 1 / ratio of the tokens), or no layer's state grows."""
-        states = [s for b, _ in self.block_groups if (s := b.state(2, 1)).grows]
+        states = [s for b, _ in self.block_groups if (s := b.state(KV16, 1)).grows]
         if not states or any(s.window is None for s in states):
             return None
         return max(s.window or 0 for s in states)

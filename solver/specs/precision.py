@@ -1,11 +1,12 @@
 """Deployment number formats: checkpoint formats, user overrides, and what the hardware can run."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Mapping
 
 from solver.errors import InputError
-from solver.specs.dtypes import NumberFormat, kv_element_bytes, number_format, spelled_activation
+from solver.specs.dtypes import (KVFormat, NumberFormat, kv_element_bytes, kv_head_scale_bytes, number_format,
+                                 spelled_activation)
 from solver.specs.model import ModelSpec
 
 if TYPE_CHECKING:  # `inspect` lists a model's formats without loading the devices
@@ -24,15 +25,23 @@ def held_groups(model: ModelSpec) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Precision:
-    """Storage format per module group, activation dtype of GEMMs, and KV-cache element bytes."""
+    """Storage format per module group, activation dtype of GEMMs, and the KV cache's format (element bytes and
+    the scale bytes it stores per token and KV head)."""
 
     weights: dict[str, NumberFormat]
     activation: str  # compute dtype of activations in GEMMs: bf16, fp8, int8
-    kv_bytes: int
+    kv_bytes: int  # a cached value's bytes
     notes: tuple[str, ...] = field(default=())
     # groups whose GEMMs dequantize their weights into 16-bit activations whatever `activation` says: FP4 weights
     # on a device without an FP4 rate (W4A16_ON_DEVICES_WITHOUT)
     a16: frozenset[str] = field(default=frozenset())
+    # scale bytes the KV format stores per token and KV head beside the values (dtypes.KV_HEAD_SCALE_BYTES)
+    kv_head_scale_bytes: int = 0
+
+    @property
+    def kv_format(self) -> KVFormat:
+        """The KV cache's format as the layers read it (their state, the cache reads, the KV transfer)."""
+        return KVFormat(self.kv_bytes, self.kv_head_scale_bytes)
 
     def fmt(self, group: str) -> NumberFormat:
         return self.weights[group]
@@ -115,8 +124,7 @@ def experts_only(prec: Precision, model: ModelSpec, hw: Hardware) -> Precision:
         return prec
     note = ", ".join(f"{g} stays {f.name} (a {prec.fmt('experts').name} MoE checkpoint quantizes the routed experts only)"
                      for g, f in kept.items())
-    return Precision(weights={**prec.weights, **kept}, activation=prec.activation, kv_bytes=prec.kv_bytes,
-                     notes=(*prec.notes, note), a16=prec.a16 - set(kept))
+    return replace(prec, weights={**prec.weights, **kept}, notes=(*prec.notes, note), a16=prec.a16 - set(kept))
 
 
 def listed_by_name(hw: Hardware, fmt: NumberFormat) -> bool:
@@ -327,6 +335,7 @@ def resolve_precision(
             act = "fp8" if hw.supports("fp8") else "bf16"
     if kv_dtype is not None:
         kv = kv_element_bytes(kv_dtype, where["kv_dtype"])
+        kv_scale = kv_head_scale_bytes(kv_dtype)
         kv_fmt = number_format(kv_dtype, where["kv_dtype"]).compute
         if kv == 1 and not hw.supports(kv_fmt) and kv_fmt not in hw.kv_storage_formats:
             stored = f"; stores {', '.join(hw.kv_storage_formats)}" if hw.kv_storage_formats else ""
@@ -338,7 +347,7 @@ def resolve_precision(
     else:
         # the engines' KV dtype "auto" is the model dtype: an fp32 model caches K and V in fp32 (vLLM's
         # --kv-cache-dtype auto under --dtype float32); a quantized model's activations, and so its KV, stay 16-bit
-        kv = _model_dtype_bytes(weights["attention"])
+        kv, kv_scale = _model_dtype_bytes(weights["attention"]), 0
         ckpt_kv = q.kv_cache
         if ckpt_kv is not None and kv_element_bytes(ckpt_kv, "quantization_config.kv_cache_scheme") < kv:
             held_kv = hw.supports(number_format(ckpt_kv).compute) or number_format(ckpt_kv).compute in \
@@ -347,7 +356,7 @@ def resolve_precision(
                 # the engines' KV dtype auto takes the checkpoint's scheme (QuantSpec.kv_cache_auto)
                 # the checkpoint's scheme is statically scaled (its scales are weights): no per-token scale bytes
                 # beside the values, unlike an engine's own per-token-head int8 (dtypes.KV_HEAD_SCALE_BYTES)
-                kv = int(kv_element_bytes(ckpt_kv, "quantization_config.kv_cache_scheme"))
+                kv = kv_element_bytes(ckpt_kv, "quantization_config.kv_cache_scheme")
                 notes.append(f"the checkpoint's {ckpt_kv} KV-cache scheme ({q.method}) is what the engines' KV dtype "
                              f"auto runs: the KV cache is priced at {8 * kv} bits (pass --kv-dtype bf16 for 16)")
             else:
@@ -359,12 +368,13 @@ def resolve_precision(
             notes.append(f"the KV cache is priced at {8 * kv} bits, the engines' KV dtype auto following the model "
                          "dtype (pass --kv-dtype to choose); activations, the recurrent and convolution states, "
                          "collective payloads and the GEMM rate stay priced at 16 bits")
-    prec = Precision(weights=weights, activation=act, kv_bytes=kv, notes=(), a16=a16)
+    prec = Precision(weights=weights, activation=act, kv_bytes=kv, notes=(), a16=a16, kv_head_scale_bytes=kv_scale)
     for at, fmt, start in reversed(weight_only_notes):
         # the rate the user's weight-only format runs at, named: 16-bit, or the 8-bit activations' (FP4 on Hopper)
         dtype = next(prec.gemm_dtype(g) for g in ("experts", "dense", "attention") if weights[g] is fmt)
         notes.insert(at, f"{start}{' into 16-bit GEMMs' if dtype in ('bf16', 'fp16') else f', GEMMs at the {dtype} rate'})")
-    return Precision(weights=weights, activation=act, kv_bytes=kv, notes=tuple(notes), a16=a16)
+    return Precision(weights=weights, activation=act, kv_bytes=kv, notes=tuple(notes), a16=a16,
+                     kv_head_scale_bytes=kv_scale)
 
 
 def _weight_only_16(weights: Mapping[str, NumberFormat], hw: Hardware, ckpt_act: str | None,

@@ -200,6 +200,9 @@ class EpBuffers(BaseModel):
 
     fixed_bytes: int = Field(0, ge=0, description="bytes a rank allocates whatever the step (an engine's set "
                                                   "NVLink / RDMA buffer sizes)")
+    internode_bytes: int = Field(0, ge=0, description="bytes a rank allocates besides where its EP group spans "
+                                 "nodes (moe_ep_size > ranks_per_node): an RDMA buffer of a set size the engine "
+                                 "leaves out inside one node")
     dispatch_tokens: str | None = Field(None, description="the low-latency RDMA buffer's tokens a rank dispatches "
                                         "at most (num_max_dispatch_tokens_per_rank), an expression over "
                                         "replica_batch, mtp and step_budget (the command's tokens a step); None: "
@@ -235,11 +238,18 @@ class EpKernels(BaseModel):
         "both phases")
     buffers: EpBuffers | None = Field(None, description="the all-to-all buffers a rank allocates where `when` "
                                       "holds; None: none counted")
+    prefill_buffers: EpBuffers | None = Field(None, description="those a disaggregated prefill worker allocates "
+                                              "instead (its command runs other kernels: prefill_role); None: "
+                                              "`buffers`, as for every other role")
     token_budget: int | None = Field(None, gt=0, le=MAX_TOKENS, description="the engine's own default tokens per "
                                      "forward step where `when` holds (a co-located or decode command; a prefill "
                                      "worker keeps the scheduler's): it replaces the scheduler's default under the "
                                      "command's step_budget rule (step_default); None: the scheduler's everywhere")
     source: str = ""
+
+    def buffers_for(self, prefill_worker: bool) -> EpBuffers | None:
+        """The buffers a worker of the role allocates: a prefill worker's own where the profile states them."""
+        return self.prefill_buffers if prefill_worker and self.prefill_buffers is not None else self.buffers
 
     @model_validator(mode="after")
     def _a_condition_on_the_moe_groups_view(self) -> "EpKernels":

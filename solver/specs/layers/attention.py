@@ -58,7 +58,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solver.specs.dtypes import kv_head_scale_bytes
+from solver.specs.dtypes import KVFormat
 from solver.specs.layers.base import (ACT_BYTES, Block, CostKit, Part, Share, State, per_object, prefill_read_tokens,
                                       prior_tokens)
 from solver.specs.layers.dsa import Indexer
@@ -235,24 +235,24 @@ class Attention(Block):
                   if self.indexer and not self.indexer.own_heads else ()),
                 Share("o_proj", "attention", "o_proj_tp_size", (Part("o_proj", o, "tp"),)))
 
-    def kv_bytes_per_token(self, kv_bytes: int, attn_tp: int) -> float:
-        # K and V of each cached head, plus the scales the KV format stores per token and head (dtypes.KVBytes)
-        return kv_heads_per_rank(self.kv_heads, attn_tp) * ((self.head_dim + self.v_head_dim) * kv_bytes
-                                                             + kv_head_scale_bytes(kv_bytes))
+    def kv_bytes_per_token(self, kv: KVFormat, attn_tp: int) -> float:
+        # K and V of each cached head, plus the scales the KV format stores per token and head (dtypes.KVFormat)
+        return kv_heads_per_rank(self.kv_heads, attn_tp) * ((self.head_dim + self.v_head_dim) * kv.element_bytes
+                                                             + kv.head_scale_bytes)
 
     @per_object
-    def state(self, kv_bytes: int, attn_tp: int) -> State:
+    def state(self, kv: KVFormat, attn_tp: int) -> State:
         if self.kv_shared:  # the layer it borrows from holds the cache
             return State()
-        return State(per_token_bytes=self.kv_bytes_per_token(kv_bytes, attn_tp), window=self.window,
-                     index_per_token_bytes=self.index_bytes_per_token(kv_bytes, attn_tp),
+        return State(per_token_bytes=self.kv_bytes_per_token(kv, attn_tp), window=self.window,
+                     index_per_token_bytes=self.index_bytes_per_token(kv, attn_tp),
                      constant_bytes=self.conv_state_bytes(attn_tp))
 
-    def index_bytes_per_token(self, kv_bytes: int, attn_tp: int) -> float:
+    def index_bytes_per_token(self, kv: KVFormat, attn_tp: int) -> float:
         """The indexer's cached keys per token on one rank: its own, or its copy of key head 0 (dsa.Indexer)."""
         if not self.indexer or self.kv_shared:
             return 0.0
-        return self.indexer.bytes_per_token + self.indexer.head_copy_bytes(self.kv_heads, attn_tp, kv_bytes)
+        return self.indexer.bytes_per_token + self.indexer.head_copy_bytes(self.kv_heads, attn_tp, kv.element_bytes)
 
     @per_object
     def computed_parts(self) -> tuple[Part, ...]:
@@ -308,7 +308,7 @@ class Attention(Block):
                              hw.flops("bf16"), f.gemm, kernels=1, shape_eff=cx.shape_efficiency(extent)))
         keys = self.keys(cx)
         pair_shards = pc.token_shards * pc.kvp_size * w.kv_shards  # Work.kv_shards: a sharded-cache CP decode
-        kv_bpt = self.kv_bytes_per_token(prec.kv_bytes, a)
+        kv_bpt = self.kv_bytes_per_token(prec.kv_format, a)
         pair_flops = 2 * self.heads / a * T * (self.head_dim + self.map_v_width) / pair_shards  # per key a query reads
         flops = pair_flops * keys
         # a prefill reads its new tokens' K/V and every cached token's it attends to: [tokens]
@@ -330,8 +330,8 @@ class Attention(Block):
 
     def comms(self, cx: CostKit, hide_s: float) -> list:
         # a layer borrowing its K/V has no new K/V to gather under CP / SP
-        cache = 0.0 if self.kv_shared else self.kv_bytes_per_token(cx.prec.kv_bytes, cx.pc.attn_tp_size)
-        cache += self.index_bytes_per_token(cx.prec.kv_bytes, cx.pc.attn_tp_size)
+        cache = 0.0 if self.kv_shared else self.kv_bytes_per_token(cx.prec.kv_format, cx.pc.attn_tp_size)
+        cache += self.index_bytes_per_token(cx.prec.kv_format, cx.pc.attn_tp_size)
         return sequence_attention_comms(cx, hide_s, hidden=self.hidden, heads=self.heads, o_dim=self.o_dim,
                                         cache_bpt=cache, merge_width=self.map_v_width, query_width=self.head_dim,
                                         topk=self.indexer.topk if self.indexer else None)

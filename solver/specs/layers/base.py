@@ -6,7 +6,7 @@ answers the same questions:
 
   shares()          its parameters, per module, with the rule that splits each part ("tp", "kv_heads", "none")
                     and the parallel knob that sets the split degree
-  state(kv_bytes, split)
+  state(kv, split)
                     what one request keeps between steps: bytes per token that grow with the sequence
                     (capped by a window for sliding / chunked layers) and constant bytes (linear / SSM state, conv
                     tails, a cross-attention layer's image K/V); `split`: the ranks splitting its heads (heads_split)
@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from functools import wraps
 from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
 
+from solver.specs.dtypes import KVFormat
 from solver.memo import IdentityMemo
 from solver.specs.knobs import SPLIT_KNOBS
 
@@ -230,7 +231,7 @@ class Block(ABC):
     def shares(self) -> tuple[Share, ...]:
         """The block's parameters, each with the knob that splits it."""
 
-    def state(self, kv_bytes: int, split: int) -> State:
+    def state(self, kv: KVFormat, split: int) -> State:
         return NO_STATE
 
     def label(self) -> str:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from solver.specs.dtypes import KVFormat
 from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State
 
 MODULE = "block_residual"
@@ -71,7 +72,7 @@ class BlockResidual(Block):
                  Part("message_gates", self.gates * 4 * self.hidden * self.gate_rank, "none"))
         return (Share(MODULE, "dense", None, tuple(p for p in parts if p.params)),)
 
-    def state(self, kv_bytes: int, split: int) -> State:
+    def state(self, kv: KVFormat, split: int) -> State:
         return State(constant_bytes=self.convs * max(0, self.kernel - 1) * self.hidden * ACT_BYTES)
 
     def ops(self, cx: CostKit) -> list:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from solver.specs.dtypes import KVFormat
 from solver.specs.layers.attention import sequence_attention_comms
 from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State, per_object
 from solver.specs.layers.dsa import Indexer
@@ -75,8 +76,8 @@ class CompressedAttention(Block):
         out.append(Share("o_proj", "attention", "o_proj_tp_size", (Part("wo_a+wo_b", o, "tp"),)))
         return tuple(out)
 
-    def kv_bytes_per_token(self, kv_bytes: int, attn_tp: int = 1) -> float:
-        return self.head_dim * kv_bytes / self.ratio if self.ratio else 0.0
+    def kv_bytes_per_token(self, kv: KVFormat, attn_tp: int = 1) -> float:
+        return self.head_dim * kv.element_bytes / self.ratio if self.ratio else 0.0
 
     def compressor_state_bytes(self) -> float:
         """What a request's compressors keep between steps (transformers 5.25.0 DeepseekV4HCACache /
@@ -95,14 +96,14 @@ class CompressedAttention(Block):
         return one(self.head_dim) + (one(self.indexer.head_dim) if self.indexer else 0.0)
 
     @per_object
-    def state(self, kv_bytes: int, attn_tp: int) -> State:
+    def state(self, kv: KVFormat, attn_tp: int) -> State:
         # the indexer keeps one key per compressed entry, in the layout the engine caches it (Indexer.cached_bytes):
         # memory and the step read the same one (ops passes the engine's layout flags as MLA's does)
         idx = self.indexer.bytes_per_token / self.ratio if self.indexer and self.ratio else 0.0
         raw = self.indexer.cached_bytes(True) / self.ratio if self.indexer and self.ratio else None
-        return State(per_token_bytes=self.kv_bytes_per_token(kv_bytes), index_per_token_bytes=idx,
+        return State(per_token_bytes=self.kv_bytes_per_token(kv), index_per_token_bytes=idx,
                      index_unquantised_per_token_bytes=raw,
-                     constant_bytes=self.window * self.head_dim * kv_bytes + self.compressor_state_bytes())
+                     constant_bytes=self.window * self.head_dim * kv.element_bytes + self.compressor_state_bytes())
 
     def compressed_keys(self, cx: CostKit) -> float:
         """Mean compressed entries a query of the step attends to: all of them (position / ratio), or the indexer's
@@ -151,10 +152,10 @@ class CompressedAttention(Block):
         return ops
 
     def comms(self, cx: CostKit, hide_s: float) -> list:
-        idx = self.state(cx.prec.kv_bytes, 1).index_bytes(cx.f.indexer_keys_unquantised)
+        idx = self.state(cx.prec.kv_format, 1).index_bytes(cx.f.indexer_keys_unquantised)
         return sequence_attention_comms(
             cx, hide_s, hidden=self.hidden, heads=self.heads, o_dim=self.o_dim,
-            cache_bpt=self.kv_bytes_per_token(cx.prec.kv_bytes) + idx, merge_width=self.head_dim,
+            cache_bpt=self.kv_bytes_per_token(cx.prec.kv_format) + idx, merge_width=self.head_dim,
             query_width=self.head_dim, topk=self.indexer.topk if self.indexer else None)
 
     def activation(self, pc, tokens: float, split: int) -> float:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from solver.specs.dtypes import KV16, KVFormat
 from solver.specs.layers.base import ACT_BYTES, CostKit, Part, State
 from solver.specs.layers.recurrent import RecurrentMixer, channel_op, projection_op
 
@@ -43,7 +44,7 @@ class ShortConv(RecurrentMixer):
                 Part("conv", h * self.kernel + (h if b else 0), "tp"),
                 Part("out_proj", h * h + (h if b else 0), "tp"))
 
-    def state(self, kv_bytes: int, split: int) -> State:
+    def state(self, kv: KVFormat, split: int) -> State:
         share = math.ceil(self.hidden / split) / self.hidden
         tail = max(0, self.kernel - 1) * self.hidden * ACT_BYTES * share
         return State(constant_bytes=tail, conv_bytes=tail)
@@ -53,7 +54,7 @@ class ShortConv(RecurrentMixer):
         # in_proj and out_proj; the conv's multiply-adds and the B * x, C * y gates per channel
         return [projection_op(cx, MODULE, hidden=h, proj_params=4 * h * h, width=h, kernels=2),
                 channel_op(cx, MODULE, "conv", channels=h / a, flops_per_channel=2 * self.kernel + 2,
-                           state_bytes_rank=self.state(2, a).constant_bytes, kernels=1)]
+                           state_bytes_rank=self.state(KV16, a).constant_bytes, kernels=1)]
 
     def activation(self, pc, tokens: float, split: int) -> float:
         return tokens * 3 * self.hidden / split * ACT_BYTES

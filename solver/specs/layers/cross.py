@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from solver.specs.dtypes import KVFormat
 from solver.specs.layers.attention import Attention, o_proj_op, sequence_attention_comms
 from solver.specs.layers.base import ACT_BYTES, CostKit, Part, Share, State, per_object
 
@@ -45,8 +46,8 @@ class CrossAttention(Attention):
         return attn, o
 
     @per_object
-    def state(self, kv_bytes: int, attn_tp: int) -> State:
-        return State(constant_bytes=self.kv_tokens * self.kv_bytes_per_token(kv_bytes, attn_tp))
+    def state(self, kv: KVFormat, attn_tp: int) -> State:
+        return State(constant_bytes=self.kv_tokens * self.kv_bytes_per_token(kv, attn_tp))
 
     def ops(self, cx: CostKit) -> list:
         pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
@@ -60,7 +61,7 @@ class CrossAttention(Attention):
         q_parts = self.computed_parts()
         q_params = sum(p.params / p.degree(g) for p in q_parts)
         kv_params = sum(p.params / p.degree(g) for p in self.proj_parts()) - q_params
-        kv_bpt = self.kv_bytes_per_token(prec.kv_bytes, a)
+        kv_bpt = self.kv_bytes_per_token(prec.kv_format, a)
         shape = cx.shape_efficiency(self.heads * self.head_dim / g)
         ops = [cx.op("qkv_proj", "attention", 2 * t_a * q_params, q_params * bpp + t_a * h * ACT_BYTES, gemm,
                      gemm_eff, kernels=1, shape_eff=shape)]

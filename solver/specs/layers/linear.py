@@ -17,6 +17,7 @@ from abc import abstractmethod
 import math
 from dataclasses import dataclass
 
+from solver.specs.dtypes import KV16, KVFormat
 from solver.specs.layers.base import CostKit, Part, State
 from solver.specs.layers.recurrent import RecurrentMixer, recurrent_ops
 
@@ -40,7 +41,7 @@ class _Linear(RecurrentMixer):
 
     conv_kernel: int = 0
 
-    def state(self, kv_bytes: int, split: int) -> State:
+    def state(self, kv: KVFormat, split: int) -> State:
         heads, dk, dv = self.head_shape()
         share = math.ceil(heads / split) / heads
         ssm = heads * dk * dv * self.state_dtype_bytes
@@ -51,7 +52,7 @@ class _Linear(RecurrentMixer):
         heads, dk, dv = self.head_shape()
         proj = sum(p.params for p in self.parts() if p.split == "tp")
         return recurrent_ops(cx, MODULE, hidden=self.hidden, proj_params=proj, heads=heads, dk=dk, dv=dv,
-                             state_bytes_rank=self.state(2, cx.attn_tp_group).constant_bytes)
+                             state_bytes_rank=self.state(KV16, cx.attn_tp_group).constant_bytes)
 
     def activation(self, pc, tokens: float, split: int) -> float:
         heads, dk, dv = self.head_shape()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from solver.specs.dtypes import KV16, KVFormat
 from solver.specs.layers.base import CostKit, Part, Share, State
 from solver.specs.layers.recurrent import RecurrentMixer, recurrent_ops
 
@@ -85,7 +86,7 @@ class Mamba2(RecurrentMixer):
     def _out_bias(self) -> bool:
         return self.proj_bias if self.out_bias is None else self.out_bias
 
-    def state(self, kv_bytes: int, split: int) -> State:
+    def state(self, kv: KVFormat, split: int) -> State:
         share = math.ceil(self.heads / split) / self.heads
         ssm = self.heads * self.head_dim * self.state_size * self.state_dtype_bytes
         # the conv tail over x splits with the heads, over B/C with the groups (one group: whole on every rank)
@@ -98,7 +99,7 @@ class Mamba2(RecurrentMixer):
         proj = a * sum(p.params / p.degree(a) for p in self.parts())  # recurrent_ops divides by the group: a
         # replicated B/C group is whole on each rank
         return recurrent_ops(cx, MODULE, hidden=self.hidden, proj_params=proj, heads=self.heads, dk=self.state_size,
-                             dv=self.head_dim, state_bytes_rank=self.state(2, a).constant_bytes, chunk=self.chunk_size)
+                             dv=self.head_dim, state_bytes_rank=self.state(KV16, a).constant_bytes, chunk=self.chunk_size)
 
     def activation(self, pc, tokens: float, split: int) -> float:
         bc = 2 * self.groups * self.state_size / self._bc_ranks(split)
@@ -145,7 +146,7 @@ class Mamba1(RecurrentMixer):
     def shares(self) -> tuple[Share, ...]:
         return (Share(MODULE, "attention", "attn_tp_size", tuple(p for p in self.parts() if p.params)),)
 
-    def state(self, kv_bytes: int, split: int) -> State:
+    def state(self, kv: KVFormat, split: int) -> State:
         share = math.ceil(self.d_inner / split) / self.d_inner
         ssm = self.d_inner * self.state_size * self.state_dtype_bytes
         conv = (self.conv_kernel - 1) * self.d_inner * 2
@@ -155,7 +156,7 @@ class Mamba1(RecurrentMixer):
         proj = sum(p.params for p in self.parts())
         # the selective scan is per channel: d_inner "heads" of d_k = d_state, d_v = 1
         return recurrent_ops(cx, MODULE, hidden=self.hidden, proj_params=proj, heads=self.d_inner,
-                             dk=self.state_size, dv=1, state_bytes_rank=self.state(2, cx.attn_tp_group).constant_bytes)
+                             dk=self.state_size, dv=1, state_bytes_rank=self.state(KV16, cx.attn_tp_group).constant_bytes)
 
     def activation(self, pc, tokens: float, split: int) -> float:
         return tokens * 2 * self.d_inner / split * 2

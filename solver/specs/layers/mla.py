@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from solver.specs.dtypes import KVFormat
 from solver.specs.layers.attention import o_proj_op, sequence_attention_comms
 from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State, per_object, prefill_read_tokens
 from solver.specs.layers.dsa import Indexer
@@ -112,8 +113,8 @@ class MLA(Block):
         out.append(Share("o_proj", "attention", "o_proj_tp_size", (o_proj,)))
         return tuple(out)
 
-    def kv_bytes_per_token(self, kv_bytes: int, attn_tp: int = 1) -> float:
-        """Latent + rope key, each value at `kv_bytes`. An 8-bit cache of a sparse (DSA) layer is the sparse
+    def kv_bytes_per_token(self, kv: KVFormat, attn_tp: int = 1) -> float:
+        """Latent + rope key, each value at `kv.element_bytes`. An 8-bit cache of a sparse (DSA) layer is the sparse
         kernels' scaled row instead: the latent in fp8 with one fp32 scale per 128 values and the rope key in bf16,
         512 + 16 + 128 = 656 B for V3.2 (vLLM 0.34.0 flashmla_sparse.py:86-94, SGLang 0.5.23
         kv_cache_configurator.calculate_mla_kv_cache_dim for DSA models, vllm-ascend 0.23.0.post1
@@ -124,18 +125,18 @@ class MLA(Block):
         FLASHINFER_MLA_SPARSE, first for an fp8 cache on SM10x: platforms/cuda.py:95-103; SGLang's trtllm DSA
         backend: calculate_mla_kv_cache_dim)."""
         lora, rope = self.kv_lora_rank, self.qk_rope_head_dim
-        if int(kv_bytes) == 1 and self.indexer is not None:
+        if kv.element_bytes == 1 and self.indexer is not None:
             return lora + 4 * math.ceil(lora / 128) + 2 * rope
-        return (lora + rope) * kv_bytes
+        return (lora + rope) * kv.element_bytes
 
     def index_bytes(self, unquantised: bool) -> float:
         """The indexer's cached key bytes per token as the engine lays them out (Indexer.cached_bytes)."""
         return self.indexer.cached_bytes(unquantised) if self.indexer else 0.0
 
     @per_object
-    def state(self, kv_bytes: int, attn_tp: int) -> State:
+    def state(self, kv: KVFormat, attn_tp: int) -> State:
         idx = self.index_bytes(False)
-        own = 0.0 if self.kv_shared else self.kv_bytes_per_token(kv_bytes, attn_tp)
+        own = 0.0 if self.kv_shared else self.kv_bytes_per_token(kv, attn_tp)
         return State(per_token_bytes=own, window=self.window, index_per_token_bytes=idx,
                      index_unquantised_per_token_bytes=self.index_bytes(True) if self.indexer else None)
 
@@ -147,7 +148,7 @@ class MLA(Block):
         ctx = max(w.context, 1.0)
         heads = self.heads / a
         pair_shards = pc.token_shards * pc.kvp_size * w.kv_shards  # Work.kv_shards: a sharded-cache CP decode
-        kv_bpt = self.kv_bytes_per_token(prec.kv_bytes, a)
+        kv_bpt = self.kv_bytes_per_token(prec.kv_format, a)
         absorbed_dk, absorbed_dv = self.kv_lora_rank + self.qk_rope_head_dim, self.kv_lora_rank
         if self.indexer:
             # DSA runs in MLA's MQA (absorbed) form over the top-k keys; heads padded per rank by the kernel
@@ -182,7 +183,7 @@ class MLA(Block):
         idx = self.index_bytes(cx.f.indexer_keys_unquantised)
         return sequence_attention_comms(
             cx, hide_s, hidden=self.hidden, heads=self.heads, o_dim=self.o_dim,
-            cache_bpt=(0.0 if self.kv_shared else self.kv_bytes_per_token(cx.prec.kv_bytes, cx.pc.attn_tp_size)) + idx,
+            cache_bpt=(0.0 if self.kv_shared else self.kv_bytes_per_token(cx.prec.kv_format, cx.pc.attn_tp_size)) + idx,
             merge_width=(self.kv_lora_rank or self.v_head_dim) if absorbed else self.v_head_dim,
             query_width=self.kv_lora_rank + self.qk_rope_head_dim if absorbed else self.head_dim,
             topk=self.indexer.topk if self.indexer else None, gathers_context=not absorbed,

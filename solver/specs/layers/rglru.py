@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from solver.specs.dtypes import KV16, KVFormat
 from solver.specs.layers.base import ACT_BYTES, CostKit, Part, State
 from solver.specs.layers.recurrent import RecurrentMixer, channel_op, projection_op
 
@@ -52,7 +53,7 @@ class RGLRU(RecurrentMixer):
                 Part("rg_lru_gates", 2 * (self.heads * self.block_width ** 2 + w) + w, "tp"),
                 Part("linear_out", w * h + h, "tp"))
 
-    def state(self, kv_bytes: int, split: int) -> State:
+    def state(self, kv: KVFormat, split: int) -> State:
         share = math.ceil(self.heads / split) / self.heads
         conv = max(0, self.conv_kernel - 1) * self.width * ACT_BYTES
         return State(constant_bytes=(conv + self.width * self.state_dtype_bytes) * share)
@@ -64,7 +65,7 @@ class RGLRU(RecurrentMixer):
         return [projection_op(cx, MODULE, hidden=self.hidden, proj_params=proj, width=self.width, kernels=5),
                 channel_op(cx, MODULE, "scan", channels=self.width / a,
                            flops_per_channel=2 * self.conv_kernel + RECURRENCE_FLOPS,
-                           state_bytes_rank=self.state(2, a).constant_bytes, kernels=2)]
+                           state_bytes_rank=self.state(KV16, a).constant_bytes, kernels=2)]
 
     def activation(self, pc, tokens: float, split: int) -> float:
         return tokens * 3 * self.width / split * ACT_BYTES
