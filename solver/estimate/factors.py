@@ -73,6 +73,9 @@ class Factors:
     # the framework's zero-expert routing (FrameworkProfile.zero_expert_picks_computed): a pick of an identity
     # expert runs as routed expert 0 at weight 0 (layers.moe prices every pick, the zero ones on expert 0's rank)
     zero_expert_picks_computed: bool = False
+    # the framework's tower layout (FrameworkProfile.encoder_splits_like_attention): a vision / audio tower split
+    # over the attention TP group; the memory model reads it from MemoryOptions
+    encoder_splits_like_attention: bool = False
     # the framework's disaggregated KV transport (FrameworkProfile.kv_handoff_over_nics): over the RDMA NICs
     # whatever the pools span (estimate.disagg.transfer_tier)
     kv_handoff_over_nics: bool = False

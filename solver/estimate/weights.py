@@ -25,7 +25,8 @@ def split_degree(knob: str | None, pc: ParallelConfig, opts: MemoryOptions) -> i
     if knob == "shared_experts_tp":
         return getattr(pc, opts.shared_experts_knob)
     if knob == "encoder_tp_size":
-        return 1
+        # a vision / audio tower: over the attention TP group where the engine shards it like attention, else whole
+        return pc.attn_tp_group(opts.kvp_splits_attention_weights) if opts.encoder_splits_like_attention else 1
     return getattr(pc, knob)
 
 

@@ -325,6 +325,11 @@ class FrameworkProfile(BaseModel):
         "at weight 0 and runs through the MoE kernels and the dispatch like a real pick (vLLM's ZeroExpertRouter, "
         "SGLang's zero_experts_compute_triton: the kernels take no negative id), so every top-k pick costs and the "
         "zero picks all land on the rank holding expert 0; false: a zero pick costs nothing (real_topk)")
+    encoder_splits_like_attention: bool = Field(
+        False, description="it splits a vision / audio tower's weights over the attention TP group, as it splits "
+        "attention (vLLM's default --mm-encoder-tp-mode weights: the towers' Column/RowParallelLinear over the TP "
+        "group; SGLang's towers over attn_tp unless --mm-enable-dp-encoder), so a rank holds 1/(its attention TP "
+        "group) of the tower; false: the seed's, the tower whole on every rank")
     kv_handoff_over_nics: bool = Field(
         False, description="its disaggregated KV hand-off runs over the RDMA NICs whatever the pools span (SGLang's "
         "mooncake transfer engine: protocol rdma unless SGLANG_MOONCAKE_CUSTOM_MEM_POOL opts into NVLink), so it is "

@@ -69,9 +69,10 @@ def nondefault_label(config: dict[str, int]) -> str:
     return " ".join(shown) or "all 1"
 
 # Split knobs a layer may declare for a module beyond the parallel_config's: shared experts follow the
-# framework's choice of knob (MemoryOptions.shared_experts_knob: dense TP by default), encoders stay
-# replicated. Each maps to the planner group that owns the module.
-SPLIT_ONLY: dict[str, str | None] = {"shared_experts_tp": "dense", "encoder_tp_size": None}
+# framework's choice of knob (MemoryOptions.shared_experts_knob: dense TP by default), encoders follow the
+# attention group where the engine splits them like attention (MemoryOptions.encoder_splits_like_attention),
+# else stay whole. Each maps to the planner group that owns the module.
+SPLIT_ONLY: dict[str, str | None] = {"shared_experts_tp": "dense", "encoder_tp_size": "attn"}
 SPLIT_KNOBS: tuple[str, ...] = (*(k.name for k in KNOB_SPECS if k.splits_weights), *SPLIT_ONLY)
 
 
@@ -92,4 +93,4 @@ def group_knobs(group: str) -> tuple[str, ...]:
 LAYOUT_SWITCHES = ("kvp_splits_attention_weights", "cp_replicates_kv_cache", "sp_decode_repeats_batch",
                    "cp_decode_repeats_batch", "cp_decode_shards_kv", "indexer_keys_unquantised",
                    "kvp_replicates_indexer_keys", "kv_handoff_over_nics", "indexer_decode_logits_unbounded",
-                   "zero_expert_picks_computed")
+                   "zero_expert_picks_computed", "encoder_splits_like_attention")
