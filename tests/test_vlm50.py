@@ -1,0 +1,48 @@
+"""Stop 50: a user-level hunt of multimodal and the newest models (benchmarks/README.md, "Stop 50").
+
+Rules: a vision tower's weights on a rank follow the engine's tower layout (vLLM's default --mm-encoder-tp-mode
+weights and SGLang's towers split over the attention TP group; the seed's generic profile keeps the tower whole:
+tests/test_seed_conformance.py), in the memory answer and in the planner's tables alike.
+"""
+from __future__ import annotations
+
+from solver.estimate.memory import memory_per_rank
+from solver.estimate.memory_options import framework_options
+from solver.specs.framework import load_framework
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.parallel import ParallelConfig
+from solver.specs.precision import resolve_precision
+
+# Qwen3-VL-30B-A3B's tower and merger, by hand from its vision_config (27 blocks of width 1152, MLP 4304, patch
+# 16 x 16 x 2 frames, 2304 positions, a 2 x 2 merger into 2048 and 3 deepstack mergers), in bf16
+QWEN3_VL_TOWER = 538_631_408
+
+
+def _vision_gb(framework: str, **knobs: int) -> float:
+    model, hw = load_model("qwen3-vl-30b-a3b"), load_hardware("h100_sxm")
+    pc = ParallelConfig(world_size=2, **knobs)
+    opts = framework_options(load_framework(framework), hw=hw)
+    return memory_per_rank(model, hw, pc, resolve_precision(model, hw), 2, 4096, opts).weights_bytes["vision"]
+
+
+def test_vllm_splits_a_vision_tower_over_its_tensor_parallel_group():
+    # vLLM 0.34.0 models/qwen3_vl.py:421-438: the tower's linears split over TP unless --mm-encoder-tp-mode data
+    assert _vision_gb("vllm", attn_tp_size=2, moe_tp_size=2) == QWEN3_VL_TOWER * 2 / 2
+    # one engine a rank (DP, EP): TP 1, the tower whole
+    assert _vision_gb("vllm", moe_tp_size=2) == QWEN3_VL_TOWER * 2
+
+
+def test_sglang_splits_a_vision_tower_over_its_attention_tp_group():
+    # sglang 0.5.23 models/qwen3_vl.py:118-127: "attn_tp"; under attention DP (attn_tp 1) each rank holds it whole
+    assert _vision_gb("sglang", attn_tp_size=2, moe_tp_size=2) == QWEN3_VL_TOWER * 2 / 2
+    assert _vision_gb("sglang", moe_tp_size=2) == QWEN3_VL_TOWER * 2
+
+
+def test_the_planner_prices_a_tower_with_the_attention_group_it_splits_with():
+    """The planner's attention choices carry the tower (plan/memory_rows._weights at each attention layout), so
+    its tables split it as the memory answer does; a profile keeping it whole gives the same bytes at any choice."""
+    from solver.estimate.params import count_params
+    from solver.plan.groups import module_groups
+
+    assert module_groups(count_params(load_model("qwen3-vl-30b-a3b")))["vision"] == "attn"
