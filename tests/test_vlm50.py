@@ -46,3 +46,17 @@ def test_the_planner_prices_a_tower_with_the_attention_group_it_splits_with():
     from solver.plan.groups import module_groups
 
     assert module_groups(count_params(load_model("qwen3-vl-30b-a3b")))["vision"] == "attn"
+
+
+def test_a_towers_answer_says_its_figures_price_text_prompts():
+    """The workload is text tokens: the tower's pass over an image is in no figure, and the answer says so (in
+    memory, without the timing clause: it prices no time)."""
+    from solver.specs.notes import input_notes
+
+    model, hw = load_model("qwen3-vl-30b-a3b"), load_hardware("h100_sxm")
+    prec = resolve_precision(model, hw)
+    timed = [n for n in input_notes(model, hw, prec) if "vision tower" in n]
+    assert len(timed) == 1 and "TTFT, TPOT and throughput price text prompts" in timed[0]
+    untimed = [n for n in input_notes(model, hw, prec, timed=False) if "vision tower" in n]
+    assert len(untimed) == 1 and "TTFT" not in untimed[0] and "encoder cache of its inputs are not" in untimed[0]
+    assert not [n for n in input_notes(load_model("qwen3-30b-a3b"), hw, prec) if "tower" in n]

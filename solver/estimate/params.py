@@ -192,7 +192,7 @@ def _count_params(m: ModelSpec) -> ParamReport:
         # encoders stay 16-bit in shipped checkpoints (specs/config/encoders.py); the engine's layout says whether
         # they split over the attention TP group or sit whole on every rank (weights.split_degree); what a sharding
         # engine keeps whole (patch embedding, position table, norms, row biases) is under 1% of a ViT (Qwen3-VL's
-        # 27-layer tower: 4.66M of 538.6M, by hand from its vision_config), so the tower splits as one part
+        # 27-layer tower: 4.65M of 538.6M, by hand from its vision_config), so the tower splits as one part
         # a text token touches no encoder weight: active 0
         acc.add(Share(enc.name, "norm", "encoder_tp_size", (Part(f"{enc.name}_encoder", enc.params, "tp"),),
                       active=0.0))
