@@ -60,3 +60,10 @@ def test_a_towers_answer_says_its_figures_price_text_prompts():
     untimed = [n for n in input_notes(model, hw, prec, timed=False) if "vision tower" in n]
     assert len(untimed) == 1 and "TTFT" not in untimed[0] and "encoder cache of its inputs are not" in untimed[0]
     assert not [n for n in input_notes(load_model("qwen3-30b-a3b"), hw, prec) if "tower" in n]
+
+
+def test_a_llama4_wrapper_without_a_vision_config_says_its_tower_is_not_counted():
+    """Llama4Config builds Llama4VisionConfig()'s tower where none is written: the catalog's Scout file (the text
+    config alone) is the language model, and the answer says so rather than size it as the whole checkpoint."""
+    said = [n for n in load_model("llama-4-scout").warnings if n.startswith("vision_config: not written")]
+    assert said and "llama4's default tower" in said[0]

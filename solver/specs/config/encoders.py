@@ -16,8 +16,8 @@ model_type and the text model's) on top; those this module reads:
                             key (DeepSeek-VL2), rather than miscounted by the convention
   _vision_norm_when_text    FIELD: a LayerNorm (h) on the tower's output where the language model's FIELD is non-zero
                             (Nemotron-Omni's vision_final_layernorm under num_nextn_predict_layers)
-Placement: engines run the encoder replicated on every rank of the attention group (vLLM, SGLang: the ViT
-is not split by the LLM's TP unless asked), so its weights count on every rank.
+Placement is the engine's (FrameworkProfile.encoder_splits_like_attention: vLLM and SGLang split a ViT over the
+attention TP group unless asked to replicate it; the seed's generic profile holds it whole on every rank).
 """
 from __future__ import annotations
 
