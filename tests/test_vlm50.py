@@ -39,6 +39,21 @@ def test_sglang_splits_a_vision_tower_over_its_attention_tp_group():
     assert _vision_gb("sglang", moe_tp_size=2) == QWEN3_VL_TOWER * 2
 
 
+def test_a_tower_the_engine_builds_of_plain_linears_stays_whole_on_every_rank():
+    """vLLM builds gemma4's tower as transformers' own (gemma4_mm.py:1119-1120), SGLang Kimi-K3's of nn.Linear
+    (kimi_k3_vl.py:372-415): whole on every TP rank, whatever the engine does with other towers."""
+    model, hw = load_model("gemma-4-31b"), load_hardware("h200_sxm")
+    pc = ParallelConfig(world_size=2, attn_tp_size=2, dense_tp_size=2)
+    prec = resolve_precision(model, hw)
+
+    def vision(framework: str) -> float:
+        opts = framework_options(load_framework(framework), hw=hw)
+        return memory_per_rank(model, hw, pc, prec, 2, 4096, opts).weights_bytes["vision"]
+
+    whole = model.encoders[0].params * 2
+    assert vision("vllm") == whole and vision("sglang") == whole / 2  # SGLang's gemma4 tower: over attn_tp
+
+
 def test_the_planner_prices_a_tower_with_the_attention_group_it_splits_with():
     """The planner's attention choices carry the tower (plan/memory_rows._weights at each attention layout), so
     its tables split it as the memory answer does; a profile keeping it whole gives the same bytes at any choice."""

@@ -162,7 +162,7 @@ def _outside(m: ModelSpec, rep) -> list[dict[str, Any]]:
     for enc in m.encoders:
         rows.append({"module": f"{enc.name} encoder ({enc.layers} layers, width {enc.hidden})", "params": enc.params,
                      "placement": "split over the attention TP group where the engine shards it like attention "
-                     "(encoder_splits_like_attention: vLLM, SGLang), else whole on every rank"})
+                     "(its profile's encoder_split_model_types), else whole on every rank"})
     if m.mtp_modules:
         rows.append({"module": f"MTP / next-n ({len(m.mtp_modules)} x [{' , '.join(x.label() for x in m.mtp_modules[0])}])",
                      "params": rep.mtp_params, "placement": "like the stack's layers; counted only with --mtp"})

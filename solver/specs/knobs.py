@@ -70,7 +70,7 @@ def nondefault_label(config: dict[str, int]) -> str:
 
 # Split knobs a layer may declare for a module beyond the parallel_config's: shared experts follow the
 # framework's choice of knob (MemoryOptions.shared_experts_knob: dense TP by default), encoders follow the
-# attention group where the engine splits them like attention (MemoryOptions.encoder_splits_like_attention),
+# attention group where the engine splits them like attention (MemoryOptions.encoder_split_model_types),
 # else stay whole. Each maps to the planner group that owns the module.
 SPLIT_ONLY: dict[str, str | None] = {"shared_experts_tp": "dense", "encoder_tp_size": "attn"}
 SPLIT_KNOBS: tuple[str, ...] = (*(k.name for k in KNOB_SPECS if k.splits_weights), *SPLIT_ONLY)
@@ -93,4 +93,4 @@ def group_knobs(group: str) -> tuple[str, ...]:
 LAYOUT_SWITCHES = ("kvp_splits_attention_weights", "cp_replicates_kv_cache", "sp_decode_repeats_batch",
                    "cp_decode_repeats_batch", "cp_decode_shards_kv", "indexer_keys_unquantised",
                    "kvp_replicates_indexer_keys", "kv_handoff_over_nics", "indexer_decode_logits_unbounded",
-                   "zero_expert_picks_computed", "encoder_splits_like_attention")
+                   "zero_expert_picks_computed")

@@ -16,12 +16,12 @@ model_type and the text model's) on top; those this module reads:
                             key (DeepSeek-VL2), rather than miscounted by the convention
   _vision_norm_when_text    FIELD: a LayerNorm (h) on the tower's output where the language model's FIELD is non-zero
                             (Nemotron-Omni's vision_final_layernorm under num_nextn_predict_layers)
-Placement is the engine's (FrameworkProfile.encoder_splits_like_attention: vLLM and SGLang split a ViT over the
-attention TP group unless asked to replicate it; the seed's generic profile holds it whole on every rank).
+Placement is the engine's, by the wrapper (FrameworkProfile.encoder_split_model_types: vLLM and SGLang split most
+ViTs over the attention TP group unless asked to replicate them; the seed's generic profile holds them whole).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from solver.specs.config.audio_towers import (conformer_audio, conv_pyramid_audio, convnext_audio, sanm_audio,
@@ -41,7 +41,9 @@ class Encoder:
     params: int
     layers: int
     hidden: int
-    placement: str = "replicated"
+    # the multimodal wrapper's model_type (config.json's top level: qwen3_vl_moe, gemma3): an engine's tower code
+    # is the wrapper's model class, whose layout its profile names (FrameworkProfile.encoder_split_model_types)
+    wrapper: str = ""
 
 
 def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
@@ -204,4 +206,4 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
                              "as its difference from that default)")
         check_unread_tower(f, sub, known or tower_type in families, notes, taken)
         out.append(Encoder("audio" if audio else "vision", params, layers, h))
-    return out
+    return [replace(e, wrapper=str(raw.get("model_type") or "")) for e in out]
