@@ -54,6 +54,21 @@ def test_a_tower_the_engine_builds_of_plain_linears_stays_whole_on_every_rank():
     assert vision("vllm") == whole and vision("sglang") == whole / 2  # SGLang's gemma4 tower: over attn_tp
 
 
+def test_a_tower_whose_heads_the_tp_group_does_not_divide_stays_whole():
+    """vLLM replicates a tower whose heads TP does not divide (models/vision.py:144-155): Kimi-K3's 12-head tower
+    splits at TP4 and is whole at TP8."""
+    model, hw = load_model("kimi-k3"), load_hardware("b200_sxm")
+    prec = resolve_precision(model, hw)
+    opts = framework_options(load_framework("vllm"), hw=hw)
+
+    def vision(tp: int) -> float:
+        pc = ParallelConfig(world_size=32, attn_tp_size=tp, dense_tp_size=tp, embed_tp_size=tp, lmhead_tp_size=tp)
+        return memory_per_rank(model, hw, pc, prec, 32, 4096, opts).weights_bytes["vision"]
+
+    assert model.encoders[0].heads == 12
+    assert vision(4) == model.encoders[0].params * 2 / 4 and vision(8) == model.encoders[0].params * 2
+
+
 def test_the_planner_prices_a_tower_with_the_attention_group_it_splits_with():
     """The planner's attention choices carry the tower (plan/memory_rows._weights at each attention layout), so
     its tables split it as the memory answer does; a profile keeping it whole gives the same bytes at any choice."""

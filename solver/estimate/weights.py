@@ -27,9 +27,14 @@ def split_degree(knob: str | None, pc: ParallelConfig, opts: MemoryOptions, mode
         return getattr(pc, opts.shared_experts_knob)
     if knob == "encoder_tp_size":
         # a vision / audio tower: over the attention TP group where the engine's code for the model's wrapper
-        # shards it like attention, else whole
-        split = model is not None and any(e.wrapper in opts.encoder_split_model_types for e in model.encoders)
-        return pc.attn_tp_group(opts.kvp_splits_attention_weights) if split else 1
+        # shards it like attention, else whole; whole too where that group does not divide the tower's heads
+        # (vLLM 0.34.0 models/vision.py:144-155 falls back to replicating it; an engine that does not would refuse
+        # the split, and whole is the count that cannot hide an OOM)
+        group = pc.attn_tp_group(opts.kvp_splits_attention_weights)
+        towers = model.encoders if model is not None else ()
+        split = any(e.wrapper in opts.encoder_split_model_types for e in towers) and \
+            all(not e.heads or e.heads % group == 0 for e in towers)
+        return group if split else 1
     return getattr(pc, knob)
 
 
