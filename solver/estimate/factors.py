@@ -73,6 +73,9 @@ class Factors:
     # the framework's zero-expert routing (FrameworkProfile.zero_expert_picks_computed): a pick of an identity
     # expert runs as routed expert 0 at weight 0 (layers.moe prices every pick, the zero ones on expert 0's rank)
     zero_expert_picks_computed: bool = False
+    # the framework's tower layout (FrameworkProfile.encoder_split_model_types): the wrappers whose vision / audio
+    # tower it splits over the attention TP group; the memory model reads it from MemoryOptions
+    encoder_split_model_types: tuple[str, ...] = ()
     # the framework's disaggregated KV transport (FrameworkProfile.kv_handoff_over_nics): over the RDMA NICs
     # whatever the pools span (estimate.disagg.transfer_tier)
     kv_handoff_over_nics: bool = False
@@ -206,5 +209,6 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         indexer_decode_logits_bound=s.get("indexer_decode_logits_bound"),  # type: ignore[arg-type]
         hybrid_state=s.get("hybrid_state"),  # type: ignore[arg-type]
         kv_blocks=s.get("kv_blocks"),  # type: ignore[arg-type]
+        encoder_split_model_types=tuple(s.get("encoder_split_model_types", ())),  # type: ignore[arg-type]
         device_flags=true_device_flags(hw),
     )

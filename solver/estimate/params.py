@@ -189,9 +189,13 @@ def _count_params(m: ModelSpec) -> ParamReport:
     if head:
         acc.add(Share("lm_head", "lm_head", "lmhead_tp_size", head))
     for enc in m.encoders:
-        # encoders stay 16-bit in shipped checkpoints and run replicated (specs/config/encoders.py)
+        # encoders stay 16-bit in shipped checkpoints (specs/config/encoders.py); the engine's layout says whether
+        # they split over the attention TP group or sit whole on every rank (weights.split_degree); what a sharding
+        # engine keeps whole (patch embedding, position table, norms, row biases) is under 1% of a ViT (Qwen3-VL's
+        # 27-layer tower: 4.65M of 538.6M, by hand from its vision_config), so the tower splits as one part
         # a text token touches no encoder weight: active 0
-        acc.add(Share(enc.name, "norm", None, (Part(f"{enc.name}_encoder", enc.params, "none"),), active=0.0))
+        acc.add(Share(enc.name, "norm", "encoder_tp_size", (Part(f"{enc.name}_encoder", enc.params, "tp"),),
+                      active=0.0))
     modules = acc.modules()
     if not any(x.name == "lm_head" for x in modules):
         modules.insert(len(modules) - sum(1 for x in modules if x.name in ("vision", "audio")),

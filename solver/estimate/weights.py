@@ -10,8 +10,9 @@ from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
 
 
-def split_degree(knob: str | None, pc: ParallelConfig, opts: MemoryOptions) -> int:
-    """How many ways the "tp" parts of a module owned by `knob` are split under this config."""
+def split_degree(knob: str | None, pc: ParallelConfig, opts: MemoryOptions, model: ModelSpec | None = None) -> int:
+    """How many ways the "tp" parts of a module owned by `knob` are split under this config (`model`: whose
+    towers the engine may split, by their wrapper)."""
     if knob is None:
         return 1
     if knob == "attn_tp_size":
@@ -25,13 +26,21 @@ def split_degree(knob: str | None, pc: ParallelConfig, opts: MemoryOptions) -> i
     if knob == "shared_experts_tp":
         return getattr(pc, opts.shared_experts_knob)
     if knob == "encoder_tp_size":
-        return 1
+        # a vision / audio tower: over the attention TP group where the engine's code for the model's wrapper
+        # shards it like attention, else whole; whole too where that group does not divide the tower's heads
+        # (vLLM 0.34.0 models/vision.py:144-155 falls back to replicating it; an engine that does not would refuse
+        # the split, and whole is the count that cannot hide an OOM)
+        group = pc.attn_tp_group(opts.kvp_splits_attention_weights)
+        towers = model.encoders if model is not None else ()
+        split = any(e.wrapper in opts.encoder_split_model_types for e in towers) and \
+            all(not e.heads or e.heads % group == 0 for e in towers)
+        return group if split else 1
     return getattr(pc, knob)
 
 
 def module_weight_bytes(mod: ModuleParams, model: ModelSpec, pc: ParallelConfig, prec: Precision,
                         opts: MemoryOptions) -> float:
-    degree = split_degree(mod.knob, pc, opts)
+    degree = split_degree(mod.knob, pc, opts, model)
     fmt = prec.fmt(mod.group)
     if mod.knob == "moe_tp_size" and mod.group == "experts" and pc.redundant_experts and model.num_experts:
         # redundant experts are full copies: the rank holds (E + r) / EP experts, not E / EP

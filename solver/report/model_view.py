@@ -25,7 +25,8 @@ _PARALLEL = {
     "norms": "replicated", "lm_head": "lmhead_tp", "linear_attention": "attn_tp (heads; state not split by cp/kvp)",
     "ssm": "attn_tp (heads, groups; state not split by cp/kvp)",
     "short_conv": "attn_tp (channels; conv state not split by cp/kvp)", "moe_latent": "replicated (follows EP)",
-    "vision": "replicated", "audio": "replicated", "altup": "replicated",
+    "vision": "attn_tp where the engine splits it, else replicated",
+    "audio": "attn_tp where the engine splits it, else replicated", "altup": "replicated",
 }
 
 
@@ -161,7 +162,8 @@ def _outside(m: ModelSpec, rep) -> list[dict[str, Any]]:
                  "placement": head + (", its bias vocab-parallel" if m.lm_head_bias and m.tie_word_embeddings else "")})
     for enc in m.encoders:
         rows.append({"module": f"{enc.name} encoder ({enc.layers} layers, width {enc.hidden})", "params": enc.params,
-                     "placement": "replicated on every rank (engines run the encoder outside the LLM's TP)"})
+                     "placement": "split over the attention TP group where the engine shards it like attention "
+                     "(its profile's encoder_split_model_types), else whole on every rank"})
     if m.mtp_modules:
         rows.append({"module": f"MTP / next-n ({len(m.mtp_modules)} x [{' , '.join(x.label() for x in m.mtp_modules[0])}])",
                      "params": rep.mtp_params, "placement": "like the stack's layers; counted only with --mtp"})

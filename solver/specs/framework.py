@@ -339,6 +339,12 @@ class FrameworkProfile(BaseModel):
         "at weight 0 and runs through the MoE kernels and the dispatch like a real pick (vLLM's ZeroExpertRouter, "
         "SGLang's zero_experts_compute_triton: the kernels take no negative id), so every top-k pick costs and the "
         "zero picks all land on the rank holding expert 0; false: a zero pick costs nothing (real_topk)")
+    encoder_split_model_types: tuple[str, ...] = Field(
+        (), strict=False, description="the multimodal wrappers (config.json's top-level model_type) whose vision / audio tower it "
+        "splits over the attention TP group, as it splits attention (vLLM's default --mm-encoder-tp-mode weights "
+        "over the towers' Column/RowParallelLinear; SGLang's towers over attn_tp unless --mm-enable-dp-encoder): a "
+        "rank holds 1 / (its attention TP group) of the tower; any other wrapper's tower (one the engine builds of "
+        "plain linears, or not read) whole on every rank, the seed's")
     kv_handoff_over_nics: bool = Field(
         False, description="its disaggregated KV hand-off runs over the RDMA NICs whatever the pools span (SGLang's "
         "mooncake transfer engine: protocol rdma unless SGLANG_MOONCAKE_CUSTOM_MEM_POOL opts into NVLink), so it is "
@@ -702,6 +708,8 @@ class FrameworkProfile(BaseModel):
             out["hybrid_state"] = self.hybrid_state  # type: ignore[assignment]
         if self.kv_blocks is not None:
             out["kv_blocks"] = self.kv_blocks  # type: ignore[assignment]
+        if self.encoder_split_model_types:
+            out["encoder_split_model_types"] = self.encoder_split_model_types  # type: ignore[assignment]
         out.update(self.serving_factors(vendor))
         return out
 

@@ -69,9 +69,10 @@ def nondefault_label(config: dict[str, int]) -> str:
     return " ".join(shown) or "all 1"
 
 # Split knobs a layer may declare for a module beyond the parallel_config's: shared experts follow the
-# framework's choice of knob (MemoryOptions.shared_experts_knob: dense TP by default), encoders stay
-# replicated. Each maps to the planner group that owns the module.
-SPLIT_ONLY: dict[str, str | None] = {"shared_experts_tp": "dense", "encoder_tp_size": None}
+# framework's choice of knob (MemoryOptions.shared_experts_knob: dense TP by default), encoders follow the
+# attention group where the engine splits them like attention (MemoryOptions.encoder_split_model_types),
+# else stay whole. Each maps to the planner group that owns the module.
+SPLIT_ONLY: dict[str, str | None] = {"shared_experts_tp": "dense", "encoder_tp_size": "attn"}
 SPLIT_KNOBS: tuple[str, ...] = (*(k.name for k in KNOB_SPECS if k.splits_weights), *SPLIT_ONLY)
 
 

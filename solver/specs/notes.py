@@ -119,12 +119,25 @@ def derived_said(model: ModelSpec, limit: int, fw: FrameworkProfile | None) -> s
     return f" ({limit:,} as {fw.name} derives it with the config's RoPE scaling factor)"
 
 
+def encoder_notes(model: ModelSpec, timed: bool = True) -> list[str]:
+    """What the answer holds of a vision / audio tower: its weights, not an image's pass through it. The workload
+    is text tokens, so the tower's compute (and the image tokens it makes) is outside TTFT, and the activations and
+    encoder cache an engine reserves for images (vLLM's multimodal profile run) are outside memory."""
+    out = []
+    for enc in model.encoders:
+        timing = "; TTFT, TPOT and throughput price text prompts: an image's pass through it and the tokens it " \
+            "adds are not in them" if timed else ""
+        out.append(f"{model.name}: its {enc.name} tower ({enc.params / 1e9:.3g}B parameters, {enc.layers} layers) is "
+                   f"counted in weights; the activations and encoder cache of its inputs are not{timing}")
+    return out
+
+
 def input_notes(model: ModelSpec, hw: Hardware, prec: Precision, timed: bool = True,
                 max_len: int | None = None, fw: FrameworkProfile | None = None,
                 served_by: FrameworkProfile | None = None) -> tuple[str, ...]:
     """The model's warnings, the sequence against the model's context (`max_len`: the longest sequence the
-    answer serves; the context as `served_by`, else `fw`, derives it), the device's notes and (`timed`, `fw`
-    given) the engine's, in that order."""
+    answer serves; the context as `served_by`, else `fw`, derives it), what a tower's figures hold, the device's
+    notes and (`timed`, `fw` given) the engine's, in that order."""
     engine = engine_notes(fw) if timed and fw is not None else []
-    return (*model.warnings, *context_notes(model, max_len, served_by or fw), *device_notes(hw, prec, timed),
-            *engine)
+    return (*model.warnings, *context_notes(model, max_len, served_by or fw), *encoder_notes(model, timed),
+            *device_notes(hw, prec, timed), *engine)

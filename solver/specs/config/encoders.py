@@ -16,12 +16,12 @@ model_type and the text model's) on top; those this module reads:
                             key (DeepSeek-VL2), rather than miscounted by the convention
   _vision_norm_when_text    FIELD: a LayerNorm (h) on the tower's output where the language model's FIELD is non-zero
                             (Nemotron-Omni's vision_final_layernorm under num_nextn_predict_layers)
-Placement: engines run the encoder replicated on every rank of the attention group (vLLM, SGLang: the ViT
-is not split by the LLM's TP unless asked), so its weights count on every rank.
+Placement is the engine's, by the wrapper (FrameworkProfile.encoder_split_model_types: vLLM and SGLang split most
+ViTs over the attention TP group unless asked to replicate them; the seed's generic profile holds them whole).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from solver.specs.config.audio_towers import (conformer_audio, conv_pyramid_audio, convnext_audio, sanm_audio,
@@ -29,7 +29,7 @@ from solver.specs.config.audio_towers import (conformer_audio, conv_pyramid_audi
 from solver.specs.config.fields import Fields, ReadRecorder
 from solver.specs.config.projectors import projector
 from solver.specs.config.tiled_towers import tiled_vit
-from solver.specs.config.vit_towers import check_heads, size_pair, vit_tower
+from solver.specs.config.vit_towers import check_heads, size_pair, tower_heads, vit_tower
 
 ENCODER_KEYS = ("vision_config", "audio_config", "vision_tower")
 TOWER_FACTS = ("_vision_", "_audio_")  # the prefixes of the family facts a tower or its projector reads
@@ -41,7 +41,10 @@ class Encoder:
     params: int
     layers: int
     hidden: int
-    placement: str = "replicated"
+    # the multimodal wrapper's model_type (config.json's top level: qwen3_vl_moe, gemma3): an engine's tower code
+    # is the wrapper's model class, whose layout its profile names (FrameworkProfile.encoder_split_model_types)
+    wrapper: str = ""
+    heads: int = 0  # the tower's attention heads where its config writes them (0: none written or no attention)
 
 
 def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
@@ -203,5 +206,5 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
                 notes.append(f"{key}.{', '.join(read)}: not written; read as {source} (a nested config is written "
                              "as its difference from that default)")
         check_unread_tower(f, sub, known or tower_type in families, notes, taken)
-        out.append(Encoder("audio" if audio else "vision", params, layers, h))
-    return out
+        out.append(Encoder("audio" if audio else "vision", params, layers, h, heads=tower_heads(f)))
+    return [replace(e, wrapper=str(raw.get("model_type") or "")) for e in out]

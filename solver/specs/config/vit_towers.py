@@ -243,11 +243,20 @@ def _kv_width(f: Fields, qd: int) -> int:
     return qd // heads * kv
 
 
+HEAD_FIELDS = ("num_attention_heads", "num_heads", "attention_heads", "vt_num_attention_heads")
+
+
+def tower_heads(f: Fields) -> int:
+    """The tower's attention heads where its config writes them (0: none written), which an engine splitting the
+    tower over its TP group must divide (weights.split_degree)."""
+    name = next((k for k in HEAD_FIELDS if f.has(k)), None)
+    return f.int(name) if name else 0
+
+
 def check_heads(f: Fields, h: int, written: set[str]) -> None:
     """The head count sizes nothing in a tower whose q / k / v / o are h x h; a written head_dim that makes them
     another width would be counted wrong: one line naming it (`written`: the keys the config itself gives)."""
-    heads = next((k for k in ("num_attention_heads", "num_heads", "attention_heads", "vt_num_attention_heads")
-                  if k in written and f.has(k)), None)
+    heads = next((k for k in HEAD_FIELDS if k in written and f.has(k)), None)
     if heads is None or "head_dim" not in written or not f.has("head_dim"):
         return
     n, d = f.int(heads), f.int("head_dim")
