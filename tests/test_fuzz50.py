@@ -33,3 +33,28 @@ def _walk(node: object, key: str):
     elif isinstance(node, list):
         for v in node:
             yield from _walk(v, key)
+
+
+def _modelopt_folder(tmp_path, quantization: dict) -> str:
+    import json
+    from pathlib import Path
+
+    cfg = json.loads((Path(__file__).resolve().parents[1] / "models" / "meta-llama--Meta-Llama-3.1-8B.json").read_text())
+    cfg.pop("quantization_config", None)
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps({"producer": {"name": "modelopt"},
+                                                                "quantization": quantization}))
+    return str(tmp_path)
+
+
+@pytest.mark.parametrize("kv,bytes_", [("FP8", 1), ("INT8", 2)])
+def test_only_a_modelopt_fp8_kv_scheme_is_what_kv_dtype_auto_runs(tmp_path, kv: str, bytes_: int) -> None:
+    """vLLM's auto maps ModelOpt's kv_cache_quant_algo fp8 and serves any other at the model dtype
+    (utils/torch_utils.py:90-93, 500-510); SGLang's takes FP8 only (kv_cache_dtype.py:52-58): an INT8 scheme was
+    priced at 8 bits as what auto runs."""
+    folder = _modelopt_folder(tmp_path, {"quant_algo": "FP8", "kv_cache_quant_algo": kv, "exclude_modules": ["lm_head"]})
+    for fw in ("vllm", "sglang"):
+        r = CliRunner().invoke(main, ["estimate", folder, "--hardware", "h100_sxm", "--cards", "1", "--framework", fw,
+                                      "--isl", "1024", "--osl", "128", "--concurrency", "8", "--format", "json"])
+        assert r.exit_code == 0, r.output
+        assert f'"kv_bytes": {bytes_}' in r.output
