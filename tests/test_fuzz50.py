@@ -58,3 +58,31 @@ def test_only_a_modelopt_fp8_kv_scheme_is_what_kv_dtype_auto_runs(tmp_path, kv: 
                                       "--isl", "1024", "--osl", "128", "--concurrency", "8", "--format", "json"])
         assert r.exit_code == 0, r.output
         assert f'"kv_bytes": {bytes_}' in r.output
+
+
+@pytest.mark.parametrize("quantization,field", [({"quant_algo": 8}, "quantization.quant_algo"),
+                                                ({"quant_algo": "W4A16_AWQ", "group_size": "128"},
+                                                 "quantization.group_size"),
+                                                ({"quant_algo": "FP8", "exclude_modules": "lm_head"},
+                                                 "quantization.exclude_modules")])
+def test_a_bad_field_of_hf_quant_config_json_is_named_in_that_file(tmp_path, quantization: dict, field: str) -> None:
+    """The folder's config.json carries no quantization_config (ModelOpt <= 0.29 writes it beside): an error
+    naming `config.json: quantization_config.<field>` sent the user to a file without it."""
+    folder = _modelopt_folder(tmp_path, quantization)
+    r = CliRunner().invoke(main, ["memory", folder, "--hardware", "h100_sxm", "--cards", "1", "--batch", "1",
+                                  "--seq-len", "1024"])
+    assert r.exit_code == 2, r.output
+    assert r.output.startswith(f"error: {tmp_path / 'hf_quant_config.json'}: {field}: "), r.output
+    assert len(r.output.strip().splitlines()) == 1
+
+
+def test_a_bad_producer_name_is_named_as_the_field_it_is(tmp_path) -> None:
+    """The quant_method of a file beside config.json is its producer.name (model_catalog.with_quant_config_beside)."""
+    import json
+
+    folder = _modelopt_folder(tmp_path, {"quant_algo": "FP8"})
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps({"producer": {"name": "bogus"},
+                                                                "quantization": {"quant_algo": "FP8"}}))
+    r = CliRunner().invoke(main, ["memory", folder, "--hardware", "h100_sxm", "--cards", "1", "--batch", "1",
+                                  "--seq-len", "1024"])
+    assert r.exit_code == 2 and "hf_quant_config.json: producer.name: " in r.output, r.output
