@@ -86,3 +86,16 @@ def test_a_bad_producer_name_is_named_as_the_field_it_is(tmp_path) -> None:
     r = CliRunner().invoke(main, ["memory", folder, "--hardware", "h100_sxm", "--cards", "1", "--batch", "1",
                                   "--seq-len", "1024"])
     assert r.exit_code == 2 and "hf_quant_config.json: producer.name: " in r.output, r.output
+
+
+@pytest.mark.parametrize("extra", [{"derived": {"a": 1}}, {"derived": {"attn_dp_size": 3}, "attn_dp_size": 2}])
+def test_a_deployment_file_writing_derived_is_refused(tmp_path, extra: dict) -> None:
+    """`derived` is the model's field for the attn_dp_size / moe_ep_size a file states, not a key of the file: an
+    unknown name in it was dropped, and a size it gave was overwritten by the one stated (both exit 1 as read)."""
+    dep = {"model": "qwen3-30b-a3b", "hardware": "h100_sxm", "world_size": 8,
+           "parallel_config": {"attn_tp_size": 4, "moe_tp_size": 1},
+           "workload": {"phase": "decode", "batch": 16, "seq_len": 2048}, **extra}
+    path = tmp_path / "dep.yaml"
+    path.write_text(yaml.safe_dump(dep))
+    r = CliRunner().invoke(main, ["check", str(path)])
+    assert r.exit_code == 2 and r.output.startswith(f"error: {path}: derived: not a deployment key"), r.output
