@@ -99,3 +99,15 @@ def test_a_deployment_file_writing_derived_is_refused(tmp_path, extra: dict) -> 
     path.write_text(yaml.safe_dump(dep))
     r = CliRunner().invoke(main, ["check", str(path)])
     assert r.exit_code == 2 and r.output.startswith(f"error: {path}: derived: not a deployment key"), r.output
+
+
+@pytest.mark.parametrize("fw,hw,spelt", [("trtllm", "h100_sxm", "dtype: fp8"), ("atom", "mi300x", "--kv_cache_dtype fp8"),
+                                         ("vllm", "h100_sxm", "--kv-cache-dtype fp8_e4m3")])
+def test_another_name_of_a_kv_format_takes_the_formats_spelling(fw: str, hw: str, spelt: str) -> None:
+    """fp8_e4m3 is fp8 (dtypes' aliases): an engine whose map lists fp8 alone (trtllm, atom) refused
+    `--kv-dtype fp8_e4m3` as having no spelling for it; one that lists the name itself (vllm) keeps it."""
+    r = CliRunner().invoke(main, ["solve", "llama-3.1-8b", "--hardware", hw, "--cards", "1", "--framework", fw, "--isl",
+                                  "1024", "--osl", "128", "--max-concurrency", "8", "--time-limit", "1", "--kv-dtype",
+                                  "fp8_e4m3", "--format", "launch"])
+    assert r.exit_code == 0, r.output
+    assert spelt in r.output
