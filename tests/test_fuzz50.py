@@ -111,3 +111,32 @@ def test_another_name_of_a_kv_format_takes_the_formats_spelling(fw: str, hw: str
                                   "fp8_e4m3", "--format", "launch"])
     assert r.exit_code == 0, r.output
     assert spelt in r.output
+
+
+def _check_cmd(command: str) -> "object":
+    return CliRunner().invoke(main, ["check", "--command", command, "--hardware", "h200_sxm", "--isl", "2048", "--osl",
+                                     "256", "--concurrency", "16"])
+
+
+@pytest.mark.parametrize("value", ["32k", "32K", "auto", "-1"])
+def test_vllm_reads_a_model_length_written_its_way(value: str) -> None:
+    """vLLM 0.34.0 parses --max-model-len with human_readable_int_or_auto (engine/arg_utils.py:403-405,
+    utils/argparse_utils.py:30-95): 32k, 32K, auto and -1 start the engine; the check refused them as no int."""
+    r = _check_cmd(f"vllm serve Qwen/Qwen3-8B -tp 1 --max-model-len {value}")
+    assert r.exit_code == 0, r.output
+
+
+def test_a_model_length_written_its_way_is_read_as_its_number() -> None:
+    """64K is 65,536 (powers of 1,024 upper-case): past Qwen3-8B's 40,960 without the switch it is refused as the
+    number written out is."""
+    r = _check_cmd("vllm serve Qwen/Qwen3-8B -tp 1 --max-model-len 64K")
+    assert r.exit_code == 2 and "--max-model-len 65,536 exceeds" in r.output, r.output
+
+
+@pytest.mark.parametrize("command", ["vllm serve Qwen/Qwen3-8B -tp 1 --max-model-len 2.5K",
+                                     "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp-size 1 "
+                                     "--context-length 32k"])
+def test_a_length_its_parser_does_not_take_is_refused(command: str) -> None:
+    """No decimals with a binary suffix (argparse_utils.py:61-71); SGLang's --context-length is a plain int."""
+    r = _check_cmd(command)
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
