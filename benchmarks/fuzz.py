@@ -138,7 +138,8 @@ def main() -> None:
                     "sweep_price, disagg_copies, disagg_sla, no_layers, long_dsa_memory, launch_solved, afd_check, "
                     "afd_estimate, afd_launch, vllm_wide_solve, vllm_wide_launch, multinode_launch, command_check, "
                     "pp_stage, repeats, spelt_numbers, device_file, unmet, draft_command, long_command, "
-                    "draft_deployment, workers, dsa_pool_command, ...)")
+                    "draft_deployment, workers, dsa_pool_command, quant_beside, kv_engine, workers_elsewhere, "
+                    "ngram_length, deployment_field, ...)")
     args = ap.parse_args()
     folder = Path(args.fixtures) if args.fixtures else Path(tempfile.mkdtemp(prefix="shardplan-fuzz-"))
     fx = fc.build_fixtures(folder)

@@ -22,7 +22,8 @@ platform so vLLM's config defaults resolve on a machine without a GPU.
   plugin adds no flag) and the --additional-config keys the plugin reads: every
   `additional_config.get("<key>")` / `additional_config["<key>"]` in vllm_ascend/ (read with ast).
 
-A value type is what the parser's `type` callable returns for probe strings (int, float, str, json, bool), so a
+A value type is what the parser's `type` callable returns for probe strings (int, float, str, json, bool, and
+human_int / human_int_or_auto where it takes "2k" (vLLM's human_readable_int[_or_auto])), so a
 converter of the engine's own (vLLM's optional_type, a JSON loader) is classified by what it accepts. `choices`
 are what the parser refuses anything else of; `known` (vLLM's Literal | str fields, shown as the metavar) the values
 the engine's config knows, another string passing the parser to fail the config's own check (or name a plugin's).
@@ -50,7 +51,7 @@ def _value_type(action: argparse.Action) -> str:
     if t in (int, float, str):
         return t.__name__
     results = {}
-    for probe in ("7", "1.5", '{"a": 1}', "abc", "true"):
+    for probe in ("7", "1.5", '{"a": 1}', "abc", "true", "2k", "auto"):
         try:
             results[probe] = t(probe)
         except Exception:  # the converter refuses the probe: that is what is being measured
@@ -59,6 +60,9 @@ def _value_type(action: argparse.Action) -> str:
         return "json"
     if isinstance(results["7"], bool) or isinstance(results["true"], bool):
         return "bool"
+    if isinstance(results["7"], int) and isinstance(results["2k"], int) and not isinstance(results["7"], bool):
+        # vLLM's human_readable_int (2k = 2,000, 2K = 2,048) and human_readable_int_or_auto (auto / -1 too)
+        return "human_int_or_auto" if isinstance(results["auto"], int) else "human_int"
     if isinstance(results["7"], int) and results["1.5"] is None:
         return "int"
     if isinstance(results["1.5"], float):

@@ -125,6 +125,7 @@ class Fixtures:
     device_texts: list[tuple[str, str, str]] | None = None  # a user's device file edited by hand (stop 48), lazily
     factors_files: list[tuple[str, str, str]] | None = None  # --factors files, written and edited (stop 48), lazily
     fit_csvs: list[tuple[str, str, str]] | None = None  # calibrate --from-csv ROWS --fit rows, edited (stop 48), lazily
+    quant_folders: list[tuple[str, str, str]] | None = None  # a folder with hf_quant_config.json (stop 50), lazily
 
 
 def _dump_yaml(path: Path, data: Any) -> str:
@@ -2452,6 +2453,211 @@ def dsa_pool_command_cases(draw) -> Case:
     return b.case()
 
 
+# ------------------------------------------------------------- stop 50: precisions, workers, commands, files
+
+# hf_quant_config.json beside a config.json without quantization_config (ModelOpt <= 0.29's layout; the folder is read
+# as vLLM reads it, specs/model_catalog.with_quant_config_beside): (the file's JSON or text, label, why)
+QUANT_BESIDE = [
+    ({"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8",
+                                                         "exclude_modules": ["lm_head"]}}, "valid", "FP8, FP8 KV"),
+    ({"quantization": {"quant_algo": "fp8"}}, "valid", "quant_algo lower-case (vLLM upper-cases it)"),
+    ({"quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "INT8"}}, "valid", "INT8 KV (served 16-bit)"),
+    ({"quantization": {"quant_algo": "NVFP4", "group_size": 16}}, "valid", "NVFP4 g16"),
+    ({"quantization": {"quant_algo": "W4A16_AWQ", "group_size": 128}}, "valid", "W4A16_AWQ g128"),
+    ({"quantization": {"quant_algo": "W4A8_AWQ", "group_size": 128}}, "valid", "W4A8_AWQ"),
+    ({"quantization": {"quant_algo": "MXFP8"}}, "valid", "MXFP8"),
+    ({"quantization": {"quant_algo": "MIXED_PRECISION", "quantized_layers": {
+        "model.layers.0.mlp.down_proj": {"quant_algo": "FP8"}}}}, "valid", "MIXED_PRECISION, one layer"),
+    ({"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}, "valid", "flat (no quantization block)"),
+    ({"producer": "modelopt", "quantization": {"quant_algo": "FP8"}}, "valid", "producer as a string"),
+    ({"quantization": {"quant_algo": "NVFP4", "group_size": 32}}, "invalid", "NVFP4 group_size 32"),
+    ({"quantization": {"quant_algo": "W4A16_AWQ", "group_size": "128"}}, "invalid", "group_size '128'"),
+    ({"quantization": {"quant_algo": "W4A16_AWQ", "group_size": 0}}, "invalid", "group_size 0"),
+    ({"quantization": {"quant_algo": "W4A16_AWQ", "group_size": True}}, "invalid", "group_size true"),
+    ({"quantization": {"quant_algo": 8}}, "invalid", "quant_algo 8"),
+    ({"quantization": {"quant_algo": None}}, "invalid", "quant_algo null"),
+    ({"quantization": {"quant_algo": "FP16"}}, "invalid", "quant_algo FP16"),
+    ({"quantization": {"kv_cache_quant_algo": "FP8"}}, "invalid", "no quant_algo"),
+    ({"quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "NVFP4"}}, "invalid", "NVFP4 KV"),
+    ({"quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": 8}}, "invalid", "kv_cache_quant_algo 8"),
+    ({"quantization": {"quant_algo": "FP8", "exclude_modules": "lm_head"}}, "invalid", "exclude_modules a string"),
+    ({"quantization": {"quant_algo": "FP8", "exclude_modules": [1]}}, "invalid", "exclude_modules [1]"),
+    ({"quantization": {"quant_algo": "MIXED_PRECISION"}}, "invalid", "MIXED_PRECISION without quantized_layers"),
+    ({"quantization": {"quant_algo": "MIXED_PRECISION", "quantized_layers": {"x": "FP8"}}}, "invalid",
+     "a quantized layer as a string"),
+    ({"quantization": "FP8"}, "invalid", "quantization a string"),
+    ({"quantization": ["FP8"]}, "invalid", "quantization a list"),
+    ({"producer": {"name": "bogus"}, "quantization": {"quant_algo": "FP8"}}, "invalid", "producer bogus"),
+    ({"producer": {"name": 5}, "quantization": {"quant_algo": "FP8"}}, "invalid", "producer name 5"),
+    ({}, "invalid", "empty object"),
+    ([1, 2], "invalid", "a JSON array"),
+    ('{"quantization": {', "invalid", "cut JSON"),
+    ("", "invalid", "empty file"),
+]
+
+
+def _quant_folders(fx: Fixtures) -> list[tuple[str, str, str]]:
+    """Llama-3.1-8B's config.json in a folder with each QUANT_BESIDE file beside it (stop 50)."""
+    if fx.quant_folders is None:
+        cfg = json.loads((REPO / "models" / "meta-llama--Meta-Llama-3.1-8B.json").read_text())
+        cfg.pop("quantization_config", None)
+        out = []
+        for i, (doc, label, why) in enumerate(QUANT_BESIDE):
+            folder = fx.folder / f"hfq50-{i}"
+            folder.mkdir(exist_ok=True)
+            (folder / "config.json").write_text(json.dumps(cfg))
+            (folder / "hf_quant_config.json").write_text(doc if isinstance(doc, str) else json.dumps(doc))
+            out.append((str(folder), label, why))
+        fx.quant_folders = out
+    return fx.quant_folders
+
+
+@st.composite
+def quant_beside_cases(draw, fx: Fixtures) -> Case:
+    """`memory` / `estimate` of a model folder whose quantization is in hf_quant_config.json: the ModelOpt formats
+    are read, a field missing, of the wrong type or out of range is one error line (naming that file)."""
+    b = _Builder(draw(st.sampled_from(["memory", "estimate"])), draw)
+    path, label, why = b.file(draw, _quant_folders(fx))
+    b.add([path, "--hardware", draw(st.sampled_from(["h100_sxm", "b200_sxm", "mi300x"])), "--cards", "1"], label,
+          why, "file")
+    if b.cmd == "memory":
+        b.add(["--batch", "1", "--seq-len", "1024"], "valid")
+    else:
+        b.add(["--isl", "1024", "--osl", "128", "--concurrency", "8"], "valid")
+        if draw(st.booleans()):
+            b.add(["--framework", draw(st.sampled_from(["vllm", "sglang", "trtllm"]))], "any",
+                  "a framework (on mi300x trtllm is refused)")
+    if draw(st.floats(0, 1)) < 0.3:
+        b.add(["--format", draw(st.sampled_from(["json", "yaml"]))], "valid")
+    return b.case()
+
+
+# --kv-dtype under each engine (its launch map in solver/frameworks/*.yaml; fp8_e4m3 is fp8 in specs/dtypes.py):
+# (engine, hardware, the values its plans take, the values refused)
+KV_BY_ENGINE = [("vllm", "h100_sxm", ["fp8", "FP8", "Fp8", "bf16", "fp16", "fp8_e4m3", "int8", "bfloat16"],
+                 ["int4", "auto", "nvfp4", "", "fp8e4"]),
+                ("sglang", "h100_sxm", ["fp8", "bf16", "fp16", "fp8_e4m3", "FP8"], ["int8", "int4", "auto", "nvfp4"]),
+                ("trtllm", "h100_sxm", ["fp8", "bf16", "fp16", "fp8_e4m3"], ["int8", "int4", "auto"]),
+                ("atom", "mi300x", ["fp8", "bf16", "fp8_e4m3", "BF16"], ["int8", "fp16", "auto"]),
+                ("vllm-ascend", "atlas_a3", ["int8", "bf16", "fp16"], ["fp8", "fp8_e4m3", "auto", "int4"])]
+
+
+@st.composite
+def kv_engine_cases(draw) -> Case:
+    """`solve` (slow) or `estimate --format yaml` with --kv-dtype spelled oddly under each engine: what its launch
+    can spell is planned, what it cannot is refused in one line; estimate prices any KV format the device holds."""
+    fw, hw, good, bad = draw(st.sampled_from(KV_BY_ENGINE))
+    kv_good = draw(st.booleans())
+    kv = draw(st.sampled_from(good if kv_good else bad))
+    cmd = draw(st.sampled_from(["solve", "estimate"]))
+    b = _Builder(cmd, draw)
+    model = draw(st.sampled_from(["llama-3.1-8b", "qwen3-8b"]))
+    b.add([model, "--hardware", hw, "--cards", "1", "--framework", fw, "--isl", "1024", "--osl", "128"], "valid")
+    if cmd == "solve":
+        b.add(["--max-concurrency", "8", "--time-limit", "1", "--kv-dtype", kv], "valid" if kv_good else "invalid",
+              f"{fw} --kv-dtype {kv!r}")
+        if draw(st.booleans()):
+            b.add(["--format", "launch"], "valid")
+        return b.case(slow=True)
+    # estimate: no engine refusal (a what-if); an unknown name is refused, a format the device holds priced
+    names = {"int4": "invalid", "auto": "invalid", "nvfp4": "invalid", "": "invalid", "fp8e4": "invalid"}
+    b.add(["--concurrency", "8", "--kv-dtype", kv, "--format", "yaml"], names.get(kv, "any"), f"--kv-dtype {kv!r}")
+    return b.case()
+
+
+@st.composite
+def workers_elsewhere_cases(draw) -> Case:
+    """`--prefill-workers` / `--decode-workers` with `--serving agg` (or none) under solve, sweep and recommend:
+    refused (a pool's count needs two pools); under `--serving disagg` sweep and recommend take them."""
+    cmd = draw(st.sampled_from(["solve", "sweep", "recommend"]))
+    b = _Builder(cmd, draw)
+    base = ["qwen3-30b-a3b", "--hardware", "h200_sxm", "--isl", "2048", "--osl", "1024"]
+    if cmd != "recommend":
+        base += ["--cards", "8"]
+    else:
+        base += ["--target-output-tokens-per-s", "5000"]
+    if cmd == "solve":
+        base += ["--framework", "sglang", "--max-concurrency", "16", "--time-limit", "2"]
+    b.add(base, "valid")
+    serving = draw(st.sampled_from([None, "agg", "disagg", "disagg"]))
+    if serving:
+        b.add(["--serving", serving], "valid")
+    flag = draw(st.sampled_from(["--prefill-workers", "--decode-workers"]))
+    value, good = draw(st.sampled_from([("1", True), ("2", True), ("0", False), ("-2", False), ("two", False)]))
+    b.add([flag, value], "valid" if good else "invalid", f"{flag} {value}")
+    if serving != "disagg":
+        b.add([], "invalid", f"{flag} with --serving {serving or 'agg (default)'}")
+    return b.case(slow=True)
+
+
+# --max-model-len / --context-length as a user pastes them: (value, how the engine's parser reads it). vLLM 0.34.0
+# parses its --max-model-len with human_readable_int_or_auto (engine/arg_utils.py:403-405; utils/argparse_utils.py
+# 30-95: 32k = 32,000, 32K = 32,768, -1 / auto = the model's own); SGLang's --context-length is a plain int, and a
+# negative one is taken as the context unchecked (configs/model_config.py:1295-1318): None, "any"
+LENGTHS = [("32768", True, True), ("1000", True, True), ("32k", True, False), ("32K", True, False),
+           ("auto", True, False), ("-1", True, None), ("abc", False, False), ("3.5", False, False)]
+
+
+@st.composite
+def ngram_length_cases(draw) -> Case:
+    """`check --command` of a lookup (ngram) speculative command with a maximum model length, per engine."""
+    b = _Builder("check", draw)
+    engine = draw(st.sampled_from(["vllm", "sglang"]))
+    value, vllm_ok, sglang_ok = draw(st.sampled_from(LENGTHS))
+    if engine == "vllm":
+        spec = {"method": draw(st.sampled_from(["ngram", "ngram_gpu"])), "num_speculative_tokens": 3}
+        if draw(st.booleans()):
+            spec["prompt_lookup_max"] = 4
+        cmd = f"vllm serve Qwen/Qwen3-8B -tp 1 --max-model-len {value} --speculative-config '{json.dumps(spec)}'"
+        ok = vllm_ok
+    else:
+        cmd = ("python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp-size 1 --context-length "
+               f"{value} --speculative-algorithm NGRAM --speculative-num-steps 3 --speculative-num-draft-tokens 4")
+        ok = sglang_ok
+    b.add(["--command", cmd, "--hardware", "h200_sxm", "--isl", "2048", "--osl", "256", "--concurrency", "16",
+           "--mtp-accept", "0.6"], "any" if ok is None else "valid" if ok else "invalid",
+          f"{engine} ngram, model length {value}")
+    return b.case()
+
+
+# every deployment field once with a value of the wrong type or out of range (specs/deployment.Deployment): the file
+# is refused in one line naming the field
+DEP_BASE = {"model": "qwen3-8b", "hardware": "h200_sxm", "world_size": 1, "parallel_config": {},
+            "workload": {"phase": "decode", "batch": 8, "seq_len": 2048}}
+DEP_WRONG = [("model", 5), ("model", ["qwen3-8b"]), ("hardware", {"a": 1}), ("framework", 3), ("framework", ""),
+             ("world_size", "1"), ("world_size", 1.5), ("world_size", -1), ("world_size", True),
+             ("parallel_config", [1]), ("parallel_config", "tp1"), ("parallel_config.attn_tp_size", "1"),
+             ("parallel_config.attn_tp_size", 1.0), ("workload", "decode"), ("workload.phase", "both"),
+             ("workload.phase", 1), ("workload.batch", "8"), ("workload.batch", -8), ("workload.batch", 1e30),
+             ("workload.seq_len", [2048]), ("workload.isl", 0), ("workload.osl", "x"), ("workload.concurrency", -1),
+             ("workload.prefix_hit", 1.5), ("workload.prefix_hit", "half"), ("quant", "fp8"), ("quant.weights", 8),
+             ("quant.weights", "fp9"), ("quant.moe_weights", ["fp8"]), ("quant.kv_cache", "int4"),
+             ("quant.kv_cache", True), ("mtp", "2"), ("mtp", -1), ("mtp", 1.5), ("mtp_accept", 2),
+             ("mtp_accept", "x"), ("draft", "eagle"), ("draft", 1), ("enable_online_split_weight", "yes please"),
+             ("afd", "sometimes"), ("previous_parallel_config", "x"), ("previous_parallel_config.foo", 1),
+             ("derived", {"a": 1}), ("attn_dp_size", 3), ("moe_ep_size", "x"), ("foo", 1)]
+
+
+@st.composite
+def deployment_field_cases(draw, fx: Fixtures) -> Case:
+    """`check FILE` (or `launch FILE`) of a deployment with one field wrong: exit 2, one line."""
+    b = _Builder(draw(st.sampled_from(["check", "check", "launch"])), draw)
+    i = draw(st.integers(0, len(DEP_WRONG) - 1))
+    field_, value = DEP_WRONG[i]
+    dep = copy.deepcopy(DEP_BASE)
+    *parents, last = field_.split(".")
+    node = dep
+    for part in parents:  # a block the base leaves out (quant, previous_parallel_config) is written for it
+        node = node.setdefault(part, {})
+    node[last] = value
+    path = _dump_yaml(fx.folder / f"dep50-{i}.yaml", dep)
+    # launch --engine names the engine over the file's framework
+    b.add([path], "any" if b.cmd == "launch" and field_ == "framework" else "invalid", f"{field_}: {value!r}", "file")
+    if b.cmd == "launch":
+        b.add(["--engine", draw(st.sampled_from(["vllm", "sglang"]))], "valid")
+    return b.case()
+
+
 # A long run's cases by strategy group, in the order benchmarks/fuzz.py draws them: (group, share, seed offset,
 # batch share). Each group's cases are a prefix of what it drew when it was last "new" or the whole run: "old" in
 # batches of the whole run (its first 40% are the first 40% it drew at 70%), "s45" and "s46" (stop 45's and 46's) in
@@ -2459,17 +2665,20 @@ def dsa_pool_command_cases(draw) -> Case:
 # repeated options, numbers spelt at their type's edges, a user's device file, requests no plan meets; the merged
 # stop's --factors files, calibrate --from-csv --fit, models an engine refuses by type; now "s48") and "new" (stop 49's:
 # speculative commands by method and depth, past-context switches by value, deployment files' draft, worker counts,
-# SGLang DCP on a DSA pool) after them.
-GROUPS = (("old", 0.3, 0, 1.0), ("s45", 0.1, 500, 0.3), ("s46", 0.1, 700, 0.3), ("s47", 0.15, 900, 0.3),
-          ("s48", 0.15, 1100, 0.2), ("new", 0.2, 1300, 0.2))
+# SGLang DCP on a DSA pool; now "s49", its share cut from 0.2 to 0.1) and "new" (stop 50's: a folder's
+# hf_quant_config.json, --kv-dtype spelled oddly per engine, worker counts without two pools, pasted model lengths
+# with a lookup draft, a deployment file with one field wrong) after them; "old" cut from 0.3 to 0.25 and "s47" from
+# 0.15 to 0.1, their batches as before (each still a prefix of what it drew).
+GROUPS = (("old", 0.25, 0, 1.0), ("s45", 0.1, 500, 0.3), ("s46", 0.1, 700, 0.3), ("s47", 0.1, 900, 0.3),
+          ("s48", 0.15, 1100, 0.2), ("s49", 0.1, 1300, 0.2), ("new", 0.2, 1500, 0.2))
 
 
 def cases(fx: Fixtures, fast: bool = False, only: str | None = None, group: str | None = None
           ) -> st.SearchStrategy[Case]:
     """Every subcommand; `fast` leaves out the valid solves, sweeps and recommends (seconds each); `only` draws
     from one strategy (its function's name without _cases: "family", "topology", ...); `group` "old" draws from
-    the strategies earlier runs drew from (so a seed's cases stay as they were), "s45" / "s46" / "s47" / "s48" from
-    stop 45's / 46's / 47's / 48's, "new" from the ones added since, None from all (GROUPS)."""
+    the strategies earlier runs drew from (so a seed's cases stay as they were), "s45" / "s46" / "s47" / "s48" /
+    "s49" from stop 45's / 46's / 47's / 48's / 49's, "new" from the ones added since, None from all (GROUPS)."""
     strategies = {"catalog": catalog_cases(), "inspect": inspect_cases(fx), "memory": memory_cases(fx),
                   "estimate": estimate_cases(fx), "solve": solve_cases(fx), "check": check_cases(fx),
                   "launch": launch_cases(fx), "sweep": sweep_cases(fx), "recommend": recommend_cases(fx),
@@ -2486,13 +2695,17 @@ def cases(fx: Fixtures, fast: bool = False, only: str | None = None, group: str 
     s48 = {"repeats": repeats_cases(fx), "spelt_numbers": spelt_numbers_cases(), "device_file": device_file_cases(fx),
            "unmet": unmet_cases(), "factors": factors_cases(fx), "calibrate_fit": calibrate_fit_cases(fx),
            "refused_model": refused_model_cases()}
-    new = {"draft_command": draft_command_cases(), "long_command": long_command_cases(),
+    s49 = {"draft_command": draft_command_cases(), "long_command": long_command_cases(),
            "draft_deployment": draft_deployment_cases(fx), "workers": workers_cases(),
            "dsa_pool_command": dsa_pool_command_cases()}
-    strategies_all = {**strategies, **s45, **s46, **s47, **s48, **new}
+    new = {"quant_beside": quant_beside_cases(fx), "kv_engine": kv_engine_cases(),
+           "workers_elsewhere": workers_elsewhere_cases(), "ngram_length": ngram_length_cases(),
+           "deployment_field": deployment_field_cases(fx)}
+    strategies_all = {**strategies, **s45, **s46, **s47, **s48, **s49, **new}
     if only is not None and only not in strategies_all:
         raise ValueError(f"unknown strategy {only!r} (known: {', '.join(strategies_all)})")
-    pools = {"old": strategies, "s45": s45, "s46": s46, "s47": s47, "s48": s48, "new": new, None: strategies_all}
+    pools = {"old": strategies, "s45": s45, "s46": s46, "s47": s47, "s48": s48, "s49": s49, "new": new,
+             None: strategies_all}
     s = strategies_all[only] if only else st.one_of(*pools[group].values())
     return s.filter(lambda c: not c.slow) if fast else s
 

@@ -143,12 +143,11 @@ def _text(arg: LaunchArg, names: dict[str, Any], engine: str) -> str:
             return str(int(value)) if float(value).is_integer() else str(value)
         return value
     text = _TEMPLATE.sub(fill, arg.text or "")
-    if arg.map is not None:
-        if text not in arg.map:
-            raise InputError(f"--engine {engine}", f"{arg.knob or arg.flag} {text}: {engine} has no spelling for it "
-                             f"(it takes {', '.join(sorted(arg.map))})")
-        text = arg.map[text]
-    return text
+    spelt = arg.spelling(text)
+    if spelt is None:
+        raise InputError(f"--engine {engine}", f"{arg.knob or arg.flag} {text}: {engine} has no spelling for it "
+                         f"(it takes {', '.join(sorted(arg.map or ()))})")
+    return spelt
 
 
 def _value(arg: LaunchArg, names: dict[str, Any], engine: str) -> Any:

@@ -6,6 +6,7 @@ sets is one the engine reads."""
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -33,10 +34,49 @@ def flag_read_as(flags: dict[str, Any], flag: str) -> list[str]:
     return [f for f in flags if f.startswith(flag)] if flag.startswith("--") and len(flag) > 2 else []
 
 
-def _typed(kind: str, value: str) -> bool:
+_HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kmgt])|(\d+)([KMGT])")
+
+
+def human_int(value: str, auto: bool = False) -> int:
+    """`value` as vLLM's human_readable_int reads it (utils/argparse_utils.py:30-74 in 0.34.0, :29-72 in 0.23.0):
+    a plain int, or digits with k / m / g / t (powers of 1,000, decimals allowed) or K / M / G / T (of 1,024, whole
+    numbers only); `auto` (human_readable_int_or_auto, :77-95): "-1" or "auto" (any case) too, read as -1, the
+    model's own length. ValueError otherwise."""
+    value = value.strip()
+    if auto and (value == "-1" or value.lower() == "auto"):
+        return -1
+    m = _HUMAN.fullmatch(value)
+    if m is None:
+        return int(value)
+    if m.group(1) is not None:
+        return int(float(m.group(1)) * 1000 ** (" kmgt".index(m.group(2))))
+    return int(m.group(3)) * 1024 ** (" KMGT".index(m.group(4)))
+
+
+def typed_int(kind: str, value: str) -> int | None:
+    """An int-typed flag's value as its parser reads it (None: not an int kind, or not a value it takes)."""
     try:
         if kind == "int":
-            int(value)
+            return int(value)
+        if kind in ("human_int", "human_int_or_auto"):
+            return human_int(value, auto=kind == "human_int_or_auto")
+    except ValueError:
+        return None
+    return None
+
+
+def flag_int(engine: str, flag: str, value: str) -> int | None:
+    """`value` of `flag` as `engine`'s parser reads it where the flag takes an int written its way (vLLM's 32k for
+    --max-model-len); None where the engine or flag is not recorded or the flag takes no int."""
+    spec = engine_flags().get(engine, {}).get("flags", {}).get(flag)
+    return typed_int(spec["type"], value) if spec and spec.get("kind") == "value" else None
+
+
+def _typed(kind: str, value: str) -> bool:
+    try:
+        if kind in ("int", "human_int", "human_int_or_auto"):
+            if typed_int(kind, value) is None:
+                raise ValueError(value)
         elif kind == "float":
             float(value)
         elif kind == "json":

@@ -26,6 +26,7 @@ from solver.launch.command_model import model_token, resolve_model
 from solver.launch.command_reading import (Reading, Slot, dashed, flag_kinds, launch_reading, reading, site_flags,
                                            slot_name, slot_of)
 from solver.launch.command_role import PoolRole, pool_settings, pool_slots, read_role
+from solver.launch.engine_flags import flag_int
 from solver.launch.command_text import CommandText, parse_argv, read_text
 from solver.launch.emit import LaunchInputs, emit_launch
 from solver.specs.framework import FrameworkProfile
@@ -291,6 +292,9 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
             raise InputError("--command", f"{slot_name(slot, fw)}: {raw} is not a speculative depth (a whole number "
                                           "of draft tokens, 1 or more); give the depth the engine runs, or leave "
                                           "speculation out")
+        if slot[0] == "flag":  # an int its parser reads in its own spelling (vLLM's --max-model-len 32k): the number
+            spelt = flag_int(fw.name, slot[1], raw)
+            raw = str(spelt) if spelt is not None and spelt >= 0 else raw  # -1 / auto: the model's own length
         if not raw.replace(".", "", 1).isdigit():
             continue
         if arg.value_expr.names == {"max_model_len"}:

@@ -12,7 +12,7 @@ FORMATS = ("table", "yaml", "json")
 
 
 def to_plain(obj: Any) -> Any:
-    """Make pydantic models, dataclasses, tuples and numpy/pandas scalars JSON/YAML-safe."""
+    """Make pydantic models, dataclasses, tuples, numpy/pandas scalars and int subclasses JSON/YAML-safe."""
     import dataclasses
 
     if hasattr(obj, "model_dump"):
@@ -25,6 +25,8 @@ def to_plain(obj: Any) -> Any:
         return [to_plain(v) for v in obj]
     if hasattr(obj, "item") and callable(obj.item):
         return obj.item()
+    if isinstance(obj, int) and type(obj) not in (int, bool):  # an int carrying more (dtypes.KVBytes): yaml's safe
+        return int(obj)  # dumper takes plain ints only
     return obj
 
 

@@ -349,6 +349,10 @@ def load_deployment(path: str | Path, candidate: str | None = None) -> Deploymen
     nested = data.get("parallel_config")
     if nested is not None and not isinstance(nested, dict):
         raise InputError(f"{path}: parallel_config", f"expected a mapping, got {type(nested).__name__}")
+    if "derived" in data:  # the model's field for what the file states below, not a key of the file: an unknown
+        # name in it was dropped and a value it gave was overwritten by the stated one
+        raise InputError(f"{path}: derived", f"not a deployment key; state {' / '.join(DERIVED)} at the top level "
+                                             "or under parallel_config")
     derived: dict = {}
     for block in (data, nested or {}):
         for name in DERIVED:

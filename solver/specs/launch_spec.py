@@ -183,6 +183,20 @@ class LaunchArg(BaseModel):
     def value_expr(self) -> Expr | None:
         return self._value
 
+    def spelling(self, text: str) -> str | None:
+        """`map`'s spelling of rendered `text`: its own entry, else that of the number format it is another name of
+        (fp8_e4m3 is fp8: specs/dtypes.py's aliases), so a map listing the format once takes every name of it;
+        None where neither is in the map (the engine cannot express it)."""
+        if self.map is None or text in self.map:
+            return text if self.map is None else self.map[text]
+        from solver.specs.dtypes import number_format
+
+        try:
+            name = number_format(text, "").name
+        except InputError:  # not a number format: a text the map does not list
+            return None
+        return self.map.get(name)
+
 
 class LaunchDocument(BaseModel):
     """A structured block the engine reads: inline JSON after a flag (vLLM --additional-config,
@@ -425,7 +439,7 @@ class LaunchSpec(BaseModel):
         if not uses:
             return (f"kv_dtype {kv_dtype}: {engine}'s profile has no flag for it (leave the KV dtype out to serve "
                     "the engine's default)")
-        if any(a.map is None or kv_dtype in a.map for a in uses):
+        if any(a.spelling(kv_dtype) is not None for a in uses):
             return None
         return (f"{uses[0].knob or uses[0].flag} {kv_dtype}: {engine} has no spelling for it "
                 f"(it takes {', '.join(sorted(uses[0].map or ()))})")

@@ -207,12 +207,29 @@ def with_quant_config_beside(cfg: Any, path: Path) -> Any:
     return {**cfg, "quantization_config": {"quant_method": method, **quant}}
 
 
+def _beside_error(e: InputError, path: str, merged: dict[str, Any]) -> InputError:
+    """`e` named in QUANT_CONFIG_BESIDE where its field is one that file wrote (the config.json beside it carries no
+    quantization_config for the user to look in); quant_method is its producer.name (with_quant_config_beside)."""
+    head = f"{path}: quantization_config."
+    if not e.field.startswith(head):
+        return e
+    field = e.field[len(head):]
+    if field == "quant_method" and "producer" in merged and field not in json.loads(
+            (Path(path).parent / QUANT_CONFIG_BESIDE).read_text()):
+        field = "producer.name"
+    return InputError(f"{Path(path).parent / QUANT_CONFIG_BESIDE}: {field}", e.problem)
+
+
 @lru_cache(maxsize=64)
 def _load_cached(path: str, name: str, mtime: float, beside_mtime: float, quant: str | None = None) -> ModelSpec:
-    cfg = with_quant_config_beside(load_json(Path(path)), Path(path))
+    own = load_json(Path(path))
+    cfg = with_quant_config_beside(own, Path(path))
     if quant is not None:  # a catalog checkpoint's own formats over its config's (_checkpoints)
         cfg = {**cfg, "quantization_config": json.loads(quant)}
-    spec = parse_model_config(cfg, name, origin=path)
+    try:
+        spec = parse_model_config(cfg, name, origin=path)
+    except InputError as e:
+        raise _beside_error(e, path, cfg["quantization_config"]) if cfg is not own and quant is None else e
     note = _file_notes().get(Path(path).name) if Path(path).parent == catalog_dir("models") else None
     if note is None or "quantization_config" in cfg:  # a checkpoint's own formats answer what the note says
         return spec

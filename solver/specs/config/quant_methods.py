@@ -235,6 +235,12 @@ _MODELOPT = {
 }
 
 
+# the kv_cache_quant_algo values the engines' KV dtype auto resolves to the checkpoint's scheme: vLLM 0.34.0 maps
+# fp8 (and nvfp4, no KV format here) and falls back to the model dtype for any other (utils/torch_utils.py:90-93,
+# 500-510), SGLang 0.5.23 takes FP8 only (mem_cache/kv_cache_dtype.py:52-58): an INT8 scheme is served 16-bit
+_MODELOPT_AUTO_KV = ("fp8",)
+
+
 def _modelopt_scheme(r: Reader, entry: dict[str, Any], path: str) -> Scheme:
     algo = entry.get("quant_algo")
     if not isinstance(algo, str) or algo.upper() not in _MODELOPT:
@@ -266,7 +272,7 @@ def _modelopt(q: dict[str, Any], r: Reader) -> Rules:
     kv = src.get("kv_cache_quant_algo")
     kv_fmt = None if kv is None else _kv(r, str(kv).lower(), f"{pre}kv_cache_quant_algo")
     return Rules(tuple(schemes), r.glob(r.names(src.get(skip_key), pre + skip_key), pre + skip_key), kv_fmt,
-                 kv_cache_auto=True)
+                 kv_cache_auto=kv_fmt in _MODELOPT_AUTO_KV)
 
 
 def _awq(q: dict[str, Any], r: Reader) -> Rules:
