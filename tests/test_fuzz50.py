@@ -15,8 +15,9 @@ QUICK = ["llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "1"]
                                        ("memory", ["--batch", "1", "--seq-len", "1024"])])
 @pytest.mark.parametrize("kv", ["bf16", "fp8", "int8"])
 def test_a_chosen_kv_dtype_is_written_as_yaml(cmd: str, extra: list[str], kv: str) -> None:
-    """A KV element's bytes carry its scales (dtypes.KVBytes, an int subclass): yaml's safe dumper took none, so
-    `--kv-dtype X --format yaml` was an internal error (exit 3); the report writes the plain int, as json does."""
+    """`--kv-dtype X --format yaml` writes the KV element's bytes as a plain int (when they were an int subclass
+    carrying int8's scales, yaml's safe dumper refused them: an internal error, exit 3); the scales are a field of
+    the KV format now (dtypes.KVFormat)."""
     r = CliRunner().invoke(main, [cmd, *QUICK, *extra, "--kv-dtype", kv, "--format", "yaml"])
     assert r.exit_code == 0, r.output
     doc = yaml.safe_load(r.output[r.output.index("\n", r.output.rindex("note:")) if "note:" in r.output else 0:])

@@ -25,8 +25,6 @@ def to_plain(obj: Any) -> Any:
         return [to_plain(v) for v in obj]
     if hasattr(obj, "item") and callable(obj.item):
         return obj.item()
-    if isinstance(obj, int) and type(obj) not in (int, bool):  # an int carrying more (dtypes.KVBytes): yaml's safe
-        return int(obj)  # dumper takes plain ints only
     return obj
 
 
