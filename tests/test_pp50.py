@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -57,3 +58,39 @@ def test_sglang_pipeline_command_reads_back_the_requests_its_microbatches_run(tm
 
     assert cap(base + " --pp-max-micro-batch-size 2") == 6
     assert cap(base) == 4
+
+
+def test_a_stage_hands_on_the_residual_beside_the_hidden_state_where_the_engine_does() -> None:
+    """vLLM's and SGLang's stages send hidden_states and residual (the decoder layer returns them unsummed for
+    the next layer's fused add + norm): Llama-3.1-405B's hand-off is 2 x 16,384 values a token under both, the
+    hidden state alone under the generic profile and for vLLM's gemma4 (its residual folded in)."""
+    from solver.estimate.factors import factors_for
+    from solver.estimate.pipeline import handoff_width
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+
+    h100, a3 = load_hardware("h100_sxm"), load_hardware("atlas_a3")
+    llama, gemma4 = load_model("llama-3.1-405b"), load_model("google/gemma-4-31B-it")
+
+    def width(model, engine: str, hw=h100) -> int:
+        return handoff_width(model, factors_for(hw, load_framework(engine).efficiency_for(hw)))
+
+    assert (width(llama, "vllm"), width(llama, "sglang"), width(llama, "vllm-ascend", a3)) == (32768,) * 3
+    assert width(llama, "generic") == 16384
+    assert width(gemma4, "vllm") == gemma4.hidden_size
+
+
+def test_the_estimate_sends_the_hand_off_per_rank_as_counted_by_hand() -> None:
+    """Llama-3.1-405B fp8, TP8 x PP2 on 2 x 8 H100 under vLLM, one 4,096-token prompt: a rank sends its 1/8 of
+    4,096 x (16,384 hidden + 16,384 residual) x 2 B = 33.55 MB to its peer on the other node, once (the last stage
+    forwards nothing)."""
+    r = CliRunner().invoke(main, ["estimate", "llama-3.1-405b", "--hardware", "h100_sxm", "--cards", "16",
+                                  "--attn-tp", "8", "--dense-tp", "8", "--embed-tp", "8", "--lmhead-tp", "8",
+                                  "--pp", "2", "--framework", "vllm", "--weight-dtype", "fp8", "--phase", "prefill",
+                                  "--batch", "1", "--seq-len", "4096", "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    comms = json.loads(r.stdout)["breakdown"]["prefill"]["communication"]
+    sends = [c for c in comms if c["name"] == "pp_send_recv"]
+    assert len(sends) == 1 and sends[0]["tier"] == "inter_node"
+    assert sends[0]["mbytes"] * 1e6 == pytest.approx(4096 * 2 * 16384 * 2 / 8)
