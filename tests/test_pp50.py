@@ -94,3 +94,22 @@ def test_the_estimate_sends_the_hand_off_per_rank_as_counted_by_hand() -> None:
     sends = [c for c in comms if c["name"] == "pp_send_recv"]
     assert len(sends) == 1 and sends[0]["tier"] == "inter_node"
     assert sends[0]["mbytes"] * 1e6 == pytest.approx(4096 * 2 * 16384 * 2 / 8)
+
+
+def test_vllm_last_stage_holds_the_mtp_drafters_own_embedding_under_pp() -> None:
+    """vLLM shares the target's embedding with the MTP drafter only without PP (spec_decode/eagle/utils.py:97-99):
+    DeepSeek-R1 TP8 x PP2 with MTP 1 holds the drafter's 129,280 x 7,168 x 2 B / 8 table on the last stage
+    beside the LM head; without MTP, or under the generic profile, that stage holds none."""
+    def stage(framework: str, mtp: int) -> dict:
+        r = CliRunner().invoke(main, ["memory", "deepseek-r1", "--hardware", "h100_sxm", "--cards", "16",
+                                      "--attn-tp", "8", "--moe-tp", "8", "--dense-tp", "8", "--embed-tp", "8",
+                                      "--lmhead-tp", "8", "--pp", "2", "--framework", framework, "--batch", "32",
+                                      "--seq-len", "4096", "--mtp", str(mtp), "--format", "json"])
+        assert r.exit_code == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert out["pipeline_stage"] == 1
+        return out["breakdown"]
+
+    assert stage("vllm", 1)["weights.embedding"] * 1e9 == pytest.approx(129280 * 7168 * 2 / 8)
+    assert "weights.embedding" not in stage("vllm", 0)
+    assert "weights.embedding" not in stage("generic", 1)

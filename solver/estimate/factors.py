@@ -76,6 +76,8 @@ class Factors:
     # the framework's PP hand-off (FrameworkProfile.pp_handoff_residual, pp_handoff_hidden_only): the residual
     # beside the hidden state, except for these model types (estimate.pipeline.handoff_width)
     pp_handoff_residual: bool = False
+    # the framework's MTP drafter under PP (FrameworkProfile.pp_drafter_own_embedding), read by the memory side
+    pp_drafter_own_embedding: bool = False
     pp_handoff_hidden_only: tuple[str, ...] = ()
     # the framework's disaggregated KV transport (FrameworkProfile.kv_handoff_over_nics): over the RDMA NICs
     # whatever the pools span (estimate.disagg.transfer_tier)

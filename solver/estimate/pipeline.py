@@ -74,6 +74,15 @@ def stages(model: ModelSpec, pp: int) -> tuple[Stage, ...]:
 _ORIGIN: dict[int, tuple[ModelSpec, ModelSpec, int]] = {}
 
 
+def held_absent(st: Stage, mtp_layers: int, drafter_own_embedding: bool) -> frozenset[str]:
+    """The modules outside the layer stack a stage's ranks do not hold in memory: Stage.absent_modules, less the
+    embedding on the last stage where MTP is on and the engine's drafter loads its own table there
+    (FrameworkProfile.pp_drafter_own_embedding: vLLM shares the target's only without PP)."""
+    if drafter_own_embedding and st.last and mtp_layers > 0 and st.model.mtp_modules:
+        return st.absent_modules - {"embedding"}
+    return st.absent_modules
+
+
 def stage_origin(model: ModelSpec) -> tuple[ModelSpec, int] | None:
     """(the whole model, the index of the stage's first layer) where `model` is a pipeline stage built by
     `stages`; None otherwise."""
@@ -201,4 +210,4 @@ def _send_s(hw, stage_world: int, pp: int, nbytes: float, comm_eff: float, split
 
 
 __all__ = ["Stage", "stages", "distinct_stages", "microbatches", "slots", "sends", "prefill_traversal", "send_s",
-           "send_tier", "handoff_width", "replace"]
+           "send_tier", "handoff_width", "held_absent", "replace"]

@@ -326,6 +326,10 @@ class FrameworkProfile(BaseModel):
         "stage sends 2 x hidden values a token (vLLM's IntermediateTensors and SGLang's PPProxyTensors carry "
         "hidden_states and residual); a hyper-connection or AltUp model's streams go alone (ModelSpec."
         "residual_width); false: the hidden state alone (estimate.pipeline.handoff_width)")
+    pp_drafter_own_embedding: bool = Field(
+        False, description="under PP its MTP drafter loads its own embedding table on the last stage, which holds "
+        "no target embedding to share (vLLM: the target's is shared only at pp_size 1), so that stage holds an "
+        "embedding beside the LM head where MTP is on (estimate.pipeline.held_absent); false: none there")
     pp_handoff_hidden_only: list[str] = Field(
         default_factory=list, description="model types whose model code hands on the hidden state alone where "
         "pp_handoff_residual holds (the residual folded into it: vLLM's gemma4)")
