@@ -85,14 +85,15 @@ def test_pipeline_step_is_the_stage_microbatch_cost_times_the_slots(llama, h100)
     w = Work("prefill", 8 * 2048, 1024.5, 8, 8)
     step = step_cost(llama, h100, pc, prec, f, w)
     # M = 2 microbatches of 4 prompts; 3 slots of the slowest stage, and 2 hand-offs between them (the last
-    # stage forwards nothing), each of 1/8 of the microbatch's rows per TP8 rank, all-gathered on the next stage
+    # stage forwards nothing), each of 1/8 of the microbatch's rows per TP8 rank, all-gathered on the next stage;
+    # a row is vLLM's hidden state and residual, 2 x 16,384 (FrameworkProfile.pp_handoff_residual)
     micro = Work("prefill", 4 * 2048, 1024.5, 4, 4)
     stage_s = []
     for st in stages(llama, 2):
         sc = step_cost(st.model, h100, pc.stage(), prec, f, micro)
         stage_s.append(sum(o.time_s for o in sc.ops if o.module not in st.absent_modules)
                        + sum(c.exposed_s for c in sc.comms if c.module not in st.absent_modules))
-    hand_off = send_s(h100, 8, 2, 4 * 2048, 16384, f.comm, split=8)
+    hand_off = send_s(h100, 8, 2, 4 * 2048, 2 * 16384, f.comm, split=8)
     assert step.time_s == pytest.approx(3 * max(stage_s) + 2 * hand_off + f.step_overhead_s, rel=1e-9)
 
 

@@ -76,6 +76,12 @@ class Factors:
     # the framework's tower layout (FrameworkProfile.encoder_split_model_types): the wrappers whose vision / audio
     # tower it splits over the attention TP group; the memory model reads it from MemoryOptions
     encoder_split_model_types: tuple[str, ...] = ()
+    # the framework's PP hand-off (FrameworkProfile.pp_handoff_residual, pp_handoff_hidden_only): the residual
+    # beside the hidden state, except for these model types (estimate.pipeline.handoff_width)
+    pp_handoff_residual: bool = False
+    pp_handoff_hidden_only: tuple[str, ...] = ()
+    # the framework's MTP drafter under PP (FrameworkProfile.pp_drafter_own_embedding), read by the memory side
+    pp_drafter_own_embedding: bool = False
     # the framework's disaggregated KV transport (FrameworkProfile.kv_handoff_over_nics): over the RDMA NICs
     # whatever the pools span (estimate.disagg.transfer_tier)
     kv_handoff_over_nics: bool = False
@@ -201,6 +207,7 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         allreduce_custom_ranks=tuple(int(r) for r in s.get("allreduce_custom_ranks", ())),  # type: ignore[union-attr]
         allreduce_custom_spans_nodes=bool(s.get("allreduce_custom_spans_nodes", 1.0)),
         ep_exchange=str(s.get("ep_exchange", "a2a_kernel")),
+        pp_handoff_hidden_only=tuple(str(t) for t in s.get("pp_handoff_hidden_only", ())),  # type: ignore[union-attr]
         logits_exchange=str(s.get("logits_exchange", "all_gather")),
         ep_kernels_exchange=str(s.get("ep_kernels_exchange", "")),
         ep_kernels_when=str(s.get("ep_kernels_when", "")),

@@ -151,12 +151,14 @@ def stage_memory(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Preci
     """Per-rank memory of each pipeline stage: its layers' weights and caches on the stage's ranks, the
     embedding on the first stage, the LM head (and MTP) on the last. Every stage holds all `batch` sequences'
     state for its own layers (each sequence passes through every stage)."""
-    from solver.estimate.pipeline import stages
+    from solver.estimate.pipeline import held_absent, stages
 
     out = []
+    own_table = opts is not None and opts.pp_drafter_own_embedding
     for st in stages(model, pc.pp_size):
         r = memory_per_rank(st.model, hw, pc.stage(), prec, batch, seq_len, opts, mtp_layers if st.last else 0)
-        weights = {k: v for k, v in r.weights_bytes.items() if k not in st.absent_modules}
+        absent = held_absent(st, (mtp_layers or 0) if st.last else 0, own_table)
+        weights = {k: v for k, v in r.weights_bytes.items() if k not in absent}
         notes = r.notes + (f"pipeline stage {st.index} of {pc.pp_size}: {len(st.model.layers)} layers",)
         out.append(replace(r, weights_bytes=weights, notes=notes, stage=st.index))
     return out

@@ -58,6 +58,9 @@ class MemoryOptions:
     # memory answer says of the cache it splits (rank.kv_split.cp_decode_form)
     cp_decode_repeats_batch: bool = False
     cp_decode_shards_kv: bool = False
+    # the engine's MTP drafter under PP (FrameworkProfile.pp_drafter_own_embedding): its own embedding table on the
+    # last stage (estimate.pipeline.held_absent)
+    pp_drafter_own_embedding: bool = False
     # the engine's bound on one indexer logits matrix (FrameworkProfile.indexer_logits_max_bytes; None: the whole
     # matrix), read by the indexer's scratch (activations)
     indexer_logits_max_bytes: float | None = None
@@ -124,7 +127,7 @@ class MemoryOptions:
 # MemoryOptions (the profile's YAML, the step costs, the memory side)
 MEMORY_LAYOUT = ("kvp_splits_attention_weights", "cp_replicates_kv_cache", "indexer_keys_unquantised",
                  "kvp_replicates_indexer_keys", "indexer_decode_logits_unbounded", "cp_decode_repeats_batch",
-                 "cp_decode_shards_kv", "zero_expert_picks_computed")
+                 "cp_decode_shards_kv", "zero_expert_picks_computed", "pp_drafter_own_embedding")
 # the engine's amounts a memory estimate reads, the same way (None where the engine sets none)
 MEMORY_AMOUNTS = ("indexer_logits_max_bytes", "indexer_decode_logits_bound", "hybrid_state", "kv_blocks",
                   "ep_kernels", "encoder_split_model_types")

@@ -74,6 +74,15 @@ def stages(model: ModelSpec, pp: int) -> tuple[Stage, ...]:
 _ORIGIN: dict[int, tuple[ModelSpec, ModelSpec, int]] = {}
 
 
+def held_absent(st: Stage, mtp_layers: int, drafter_own_embedding: bool) -> frozenset[str]:
+    """The modules outside the layer stack a stage's ranks do not hold in memory: Stage.absent_modules, less the
+    embedding on the last stage where MTP is on and the engine's drafter loads its own table there
+    (FrameworkProfile.pp_drafter_own_embedding: vLLM shares the target's only without PP)."""
+    if drafter_own_embedding and st.last and mtp_layers > 0 and st.model.mtp_modules:
+        return st.absent_modules - {"embedding"}
+    return st.absent_modules
+
+
 def stage_origin(model: ModelSpec) -> tuple[ModelSpec, int] | None:
     """(the whole model, the index of the stage's first layer) where `model` is a pipeline stage built by
     `stages`; None otherwise."""
@@ -166,6 +175,16 @@ def _send_tier(hw, stage_world: int, pp: int, order: str, engine: int) -> str:
     return worst[1]
 
 
+def handoff_width(model: ModelSpec, f) -> int:
+    """Values a token carries to the next stage: the residual streams (ModelSpec.residual_width), and where the
+    engine hands on the residual beside a single stream's hidden state (Factors.pp_handoff_residual: vLLM 0.34.0
+    model_executor/models/llama.py:443-448, deepseek_v2.py:1573-1576; sglang 0.5.23 layers/layer_boundary/residual/
+    batch.py:269-291 to_pp) 2 x hidden, save for the model types whose code folds it in (pp_handoff_hidden_only)."""
+    if f.pp_handoff_residual and model.residual_streams == 1 and model.model_type not in f.pp_handoff_hidden_only:
+        return 2 * model.hidden_size
+    return model.residual_width
+
+
 _SENDS = IdentityMemo(65_536)  # send_s per device and hand-off: the planner's pipelines ask the same ones again
 
 
@@ -191,4 +210,4 @@ def _send_s(hw, stage_world: int, pp: int, nbytes: float, comm_eff: float, split
 
 
 __all__ = ["Stage", "stages", "distinct_stages", "microbatches", "slots", "sends", "prefill_traversal", "send_s",
-           "send_tier", "replace"]
+           "send_tier", "handoff_width", "held_absent", "replace"]

@@ -187,13 +187,14 @@ def pipeline_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Prec
     out = StepCost([o.scaled(k) for o in pacing.ops], [c.scaled(k) for c in pacing.comms], f.step_overhead_s,
                    kernels)
     # the hand-offs, module "pipeline" (plan/tables charges them to the attention group, which owns the layout):
-    # a rank forwards its slice of its attention replica's hidden states (every residual stream) of the
+    # a rank forwards its slice of its attention replica's hidden states (handoff_width: with the residual) of the
     # microbatch, its TP group all-gathering them on the next stage; not overlapped (assumption)
     split = spc.attn_tp_group(f.kvp_splits_attention_weights)
-    t = pipeline.send_s(hw, spc.world_size, pp, micro.new_tokens, model.residual_width, f.comm, split,
+    width = pipeline.handoff_width(model, f)
+    t = pipeline.send_s(hw, spc.world_size, pp, micro.new_tokens, width, f.comm, split,
                         f.rank_order, spc.attn_group_size)
     n = pipeline.sends(w.phase, pp, m)
     tier = pipeline.send_tier(hw, spc.world_size, pp, f.rank_order, spc.attn_group_size)
     out.comms.append(CommCost("pp_send_recv", "pipeline", "send_recv", 2,
-                              micro.new_tokens * model.residual_width * ACT_BYTES / split * n, t * n, t * n, tier))
+                              micro.new_tokens * width * ACT_BYTES / split * n, t * n, t * n, tier))
     return out

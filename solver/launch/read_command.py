@@ -162,6 +162,31 @@ def _cap(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc, world: int, a
     return lo
 
 
+def _absent_bound(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc, world: int, args: list[LaunchArg],
+                  parallel: set, given: dict, cap: int, mtp: int) -> tuple[int, str]:
+    """The largest concurrency up to `cap` at which the launch would leave out every batch-dependent cap the
+    command leaves out: the engine runs its default there, which the launch prints the flag to override (SGLang's
+    PP microbatch cap, max_running_requests // pp_size unset: 6 requests over PP4 without
+    --pp-max-micro-batch-size run 4). `cap` where no such flag is left out; with the flags' names."""
+    from solver.specs.expr import compile_expr
+    from solver.specs.rule_env import device_facts, model_env
+
+    absent = [a for a in args if (slot := slot_of(fw, a)) is not None and slot not in parallel
+              and slot not in given and a.value_expr is not None and a.when_expr.names & {"batch", "replica_batch"}
+              and _reads(a) & {"batch", "replica_batch"} and not _reads(a) & (NOT_PARALLEL - {"batch", "replica_batch"})
+              and not any(slot_of(fw, b) == slot and b is not a for b in args)]
+    if not absent:
+        return cap, ""
+
+    def printed(batch: int) -> bool:
+        env = dict(model_env(pc.settings(), model, **device_facts(hw), world=world, batch=batch, mtp=mtp))
+        env["replica_batch"] = compile_expr(REPLICA_BATCH, fw.group_products).evaluate(env)
+        return any(a.when_expr.evaluate(env) for a in absent)
+
+    bound = next((b for b in range(cap, 0, -1) if not printed(b)), cap)
+    return bound, ", ".join(sorted({slot_name(slot_of(fw, a), fw) for a in absent}))
+
+
 def read_command(text: str, hw: Hardware, cards: int | None = None, framework: str | None = None,
                  model: str | None = None, concurrency: int | None = None, max_model_len: int | None = None,
                  mtp: int | None = None) -> CommandReading:
@@ -302,7 +327,15 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
         elif spells_depth(arg):
             read_mtp = int(float(raw))
         elif reads & {"batch", "replica_batch"} and not reads & (NOT_PARALLEL - {"batch", "replica_batch"}):
-            cap = _cap(fw, spec, hw, pc, world, arg, int(float(raw)), mtp_read) or cap
+            given_cap = _cap(fw, spec, hw, pc, world, arg, int(float(raw)), mtp_read)
+            # several caps (SGLang's running requests and its PP microbatch's): the smallest binds
+            cap = min(c for c in (cap, given_cap) if c is not None) if given_cap is not None else cap
+    if cap is not None:
+        bound, flags = _absent_bound(fw, spec, hw, pc, world, args, parallel, user.values, cap, mtp_read)
+        if bound < cap:
+            notes.append(f"read as {bound:,} requests at once, not {cap:,}: the command leaves out {flags}, which "
+                         f"{fw.name}'s launch sets at {cap:,}; the engine's default runs {bound:,}")
+            cap = bound
     refusal = past_context_refusal(fw, spec, user.values, read_len)
     if refusal:  # the engine stops at start, as its parser stops at a flag it does not take (above)
         raise InputError("--command", refusal)

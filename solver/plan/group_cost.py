@@ -81,7 +81,7 @@ def pipeline_of(model: ModelSpec, hw: Hardware, pc: ParallelConfig, f: Factors, 
     pp, spc = pc.pp_size, pc.stage()
     m, micro = micro_work(pp, w)
     k = pipeline.slots(w.phase, pp, m)
-    send = pipeline.send_s(hw, spc.world_size, pp, micro.new_tokens, model.residual_width, f.comm,
+    send = pipeline.send_s(hw, spc.world_size, pp, micro.new_tokens, pipeline.handoff_width(model, f), f.comm,
                            spc.attn_tp_group(f.kvp_splits_attention_weights), f.rank_order, spc.attn_group_size)
     return Pipeline(len(pipeline.distinct_stages(model, pp)), k, pipeline.sends(w.phase, pp, m) * send,
                     f.step_overhead_s)

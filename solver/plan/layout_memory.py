@@ -15,6 +15,7 @@ from solver.estimate.buffers import COMM_BUFFER_BYTES, a2a_buffer_bytes, comm_gr
 from solver.estimate.memory import MemoryReport, memory_per_rank
 from solver.estimate.memory_options import MemoryOptions
 from solver.estimate.params import count_params
+from solver.estimate.pipeline import held_absent
 from solver.plan.groups import GROUPS
 from solver.plan.memory_rows import attention_transient, stage_entry, unowned_weights
 from solver.specs.hardware import Hardware
@@ -103,8 +104,8 @@ class LayoutMemory:
         terms at that budget, with its MoE choices only (the tables' entries are at the least budget)."""
         model = self.model if st is None else st.model
         params = count_params(model)
-        absent = frozenset() if st is None else st.absent_modules
         mtp = self.mtp_layers if st is None or st.last else 0
+        absent = frozenset() if st is None else held_absent(st, mtp or 0, self.mem_opts.pp_drafter_own_embedding)
         seq_len, opts = self.scenario.max_seq_len, self.mem_opts
         kept = self.moe_in(key)
         if opts.token_budget != self.view_budget(key):

@@ -334,6 +334,19 @@ class FrameworkProfile(BaseModel):
         "each decode the attention replica's whole batch over their shard, the partial outputs merged by "
         "log-sum-exp over the CP group (vllm-ascend's PCP: each rank stores max_model_len / pcp tokens, decode "
         "requests duplicated on every PCP rank, output and lse all-gathered); excludes cp_replicates_kv_cache")
+    pp_handoff_residual: bool = Field(
+        False, description="its pipeline stages hand on the residual beside the hidden state: a pre-norm decoder "
+        "layer returns its output and the residual unsummed (the next layer's fused add + norm sums them), so a "
+        "stage sends 2 x hidden values a token (vLLM's IntermediateTensors and SGLang's PPProxyTensors carry "
+        "hidden_states and residual); a hyper-connection or AltUp model's streams go alone (ModelSpec."
+        "residual_width); false: the hidden state alone (estimate.pipeline.handoff_width)")
+    pp_drafter_own_embedding: bool = Field(
+        False, description="under PP its MTP drafter loads its own embedding table on the last stage, which holds "
+        "no target embedding to share (vLLM: the target's is shared only at pp_size 1), so that stage holds an "
+        "embedding beside the LM head where MTP is on (estimate.pipeline.held_absent); false: none there")
+    pp_handoff_hidden_only: list[str] = Field(
+        default_factory=list, description="model types whose model code hands on the hidden state alone where "
+        "pp_handoff_residual holds (the residual folded into it: vLLM's gemma4)")
     zero_expert_picks_computed: bool = Field(
         False, description="a token's pick of an identity (zero-computation) expert is remapped to routed expert 0 "
         "at weight 0 and runs through the MoE kernels and the dispatch like a real pick (vLLM's ZeroExpertRouter, "
@@ -700,6 +713,7 @@ class FrameworkProfile(BaseModel):
         out["prefill_budget_set"] = 1.0 if self.sets_token_budget() else 0.0
         out.update({k: 1.0 if getattr(self, k) else 0.0 for k in LAYOUT_SWITCHES})
         out["dp_major_ranks"] = 1.0 if self.rank_order == "dp_major" else 0.0
+        out["pp_handoff_hidden_only"] = tuple(self.pp_handoff_hidden_only)  # type: ignore[assignment]
         if self.indexer_logits_max_bytes is not None:
             out["indexer_logits_max_bytes"] = float(self.indexer_logits_max_bytes)
         if self.indexer_decode_logits_bound is not None:  # a figure and a condition: Factors carries the bound

@@ -93,4 +93,4 @@ def group_knobs(group: str) -> tuple[str, ...]:
 LAYOUT_SWITCHES = ("kvp_splits_attention_weights", "cp_replicates_kv_cache", "sp_decode_repeats_batch",
                    "cp_decode_repeats_batch", "cp_decode_shards_kv", "indexer_keys_unquantised",
                    "kvp_replicates_indexer_keys", "kv_handoff_over_nics", "indexer_decode_logits_unbounded",
-                   "zero_expert_picks_computed")
+                   "zero_expert_picks_computed", "pp_handoff_residual", "pp_drafter_own_embedding")
