@@ -18,6 +18,7 @@ from solver.errors import InputError
 from solver.report.render import FORMATS
 from solver.specs import limits
 from solver.specs.knobs import KNOB_FLAGS, SETTING_FLAGS
+from solver.specs.pool_workers import pool_workers  # noqa: F401 (the commands' rule, at its home)
 
 if TYPE_CHECKING:
     from solver.specs.scenario import Scenario
@@ -286,15 +287,6 @@ def pool_workers_options(func: Callable) -> Callable:
     return click.option("--prefill-workers", type=COPIES, default=None,
                         help="with --serving disagg: this many prefill workers (the P of xPyD), not the rate "
                              "match's")(func)
-
-
-def pool_workers(serving: str, prefill: int | None, decode: int | None) -> tuple[int | None, int | None]:
-    """The (prefill, decode) worker counts given (None: the plan picks), refused in one line without
-    --serving disagg: an aggregated server has no pools to count."""
-    for flag, given in (("--prefill-workers", prefill), ("--decode-workers", decode)):
-        if given is not None and serving != "disagg":
-            raise InputError(flag, "fixes a pool's worker count: only with --serving disagg")
-    return prefill, decode
 
 
 def dtype_options(func: Callable) -> Callable:
