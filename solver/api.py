@@ -24,6 +24,7 @@ from solver.errors import InputError
 from solver.plan.points import SolverParams
 from solver.rank.select import Candidate
 from solver.specs import limits
+from solver.specs.dtypes import format_key, given_dtype
 from solver.specs.fitted import UserFactors
 from solver.specs.knobs import CONFIG_FLAGS
 from solver.specs.parallel import KNOBS, SETTINGS
@@ -146,7 +147,8 @@ def _check(args: dict[str, Any], hardware_lists: bool, cards_lists: bool,
             else:
                 checked[key] = os.fspath(value)
         elif key in _DTYPES:
-            if isinstance(value, str):
+            if isinstance(value, str):  # spelt as the command line reads it: FP8 is fp8
+                checked[key] = given_dtype(value)
                 continue
             if not (hardware_lists and _per_hardware(value)):
                 what = (", or per hardware as a dict ({'atlas_a3': 'int8'}) or HW=DTYPE items (['atlas_a3=int8'])"
@@ -157,7 +159,9 @@ def _check(args: dict[str, Any], hardware_lists: bool, cards_lists: bool,
                 if bad:
                     raise InputError(key, f"per hardware: a hardware name -> a number format name (fp8, bf16, ...), "
                                      f"got {bad[0][0]!r}: {bad[0][1]!r}")
-                checked[key] = {os.fspath(h): v for h, v in value.items()}
+                checked[key] = {os.fspath(h): format_key(v) for h, v in value.items()}
+            else:
+                checked[key] = [given_dtype(v) for v in value]
         elif key in _CHOICES:
             if not isinstance(value, str) or value not in _CHOICES[key]:
                 raise InputError(key, f"must be one of {', '.join(map(repr, _CHOICES[key]))}, got {value!r}")

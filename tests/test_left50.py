@@ -43,3 +43,40 @@ def test_api_worker_count_is_a_whole_number_of_workers_as_the_command_line_reads
         api.solve("qwen3-8b", "h100_sxm", 4, serving="disagg", prefill_workers=count)
     assert err.value.field == "prefill_workers"
     assert "a pool's worker count is a whole number in [1, 65,536]" in err.value.problem
+
+
+def _dep_file(tmp_path, **quant: str):
+    path = tmp_path / "dep.yaml"
+    path.write_text("model: llama-3.1-8b\nhardware: h100_sxm\nframework: sglang\nworld_size: 1\n"
+                    "workload: {isl: 1024, osl: 128, concurrency: 8}\n"
+                    f"quant: {{{', '.join(f'{k}: {v}' for k, v in quant.items())}}}\n")
+    return path
+
+
+def test_api_dtype_names_in_any_case_are_the_catalog_s_as_on_the_command_line() -> None:
+    """kv_dtype="FP8" under SGLang plans as "fp8" does (the command line's DTYPE rule, dtypes.given_dtype)."""
+    upper = api.solve("llama-3.1-8b", "h100_sxm", 1, framework="sglang", kv_dtype="FP8", weight_dtype="Fp8")
+    lower = api.solve("llama-3.1-8b", "h100_sxm", 1, framework="sglang", kv_dtype="fp8", weight_dtype="fp8")
+    assert upper.as_dict() == lower.as_dict()
+
+
+def test_api_per_hardware_dtype_names_in_any_case_keep_the_hardware_name() -> None:
+    from solver.api import _check
+
+    got = _check({"kv_dtype": {"H100_SXM": "FP8"}, "weight_dtype": ["atlas_a3=INT8"]}, True, True)
+    assert (got["kv_dtype"], got["weight_dtype"]) == ({"H100_SXM": "fp8"}, ["atlas_a3=int8"])
+
+
+def test_deployment_file_dtype_names_in_any_case_are_the_catalog_s(tmp_path) -> None:
+    from solver.specs.deployment import load_deployment
+
+    dep = load_deployment(_dep_file(tmp_path, weights="FP8", kv_cache="Fp8", moe_weights="W4A8"))
+    assert (dep.quant.weights, dep.quant.kv_cache, dep.quant.moe_weights) == ("fp8", "fp8", "w4a8")
+    r = CliRunner().invoke(main, ["check", str(_dep_file(tmp_path, weights="FP8", kv_cache="FP8"))])
+    assert r.exit_code == 0, r.output
+
+
+def test_a_kv_dtype_that_is_no_number_format_is_refused_as_such_not_as_an_engine_spelling() -> None:
+    with pytest.raises(InputError) as err:
+        api.solve("llama-3.1-8b", "h100_sxm", 1, framework="sglang", kv_dtype="FP9")
+    assert (err.value.field, err.value.problem.split(";")[0]) == ("kv_dtype", "unknown number format 'fp9'")

@@ -146,20 +146,16 @@ NAME = Name()
 
 
 class DtypeName(click.ParamType):
-    """A number-format name read as the catalog spells it (dtypes.format_key: --kv-dtype FP8 is fp8), so an engine
+    """A number-format name read as the catalog spells it (dtypes.given_dtype: --kv-dtype FP8 is fp8), so an engine
     profile's spellings and requirements read it as `generic` does; a per-hardware value (atlas_a3=INT8, a sweep's)
     keeps its hardware's name as typed."""
 
     name = "dtype"
 
     def convert(self, value: Any, param, ctx) -> str:
-        from solver.specs.dtypes import format_key
+        from solver.specs.dtypes import given_dtype
 
-        def one(part: str) -> str:
-            key, sep, val = part.rpartition("=")
-            return f"{key}{sep}{format_key(val)}" if val.strip() else part
-
-        return ",".join(one(p) for p in str(value).split(","))
+        return given_dtype(str(value))
 
 
 DTYPE = DtypeName()
