@@ -80,3 +80,24 @@ def test_a_kv_dtype_that_is_no_number_format_is_refused_as_such_not_as_an_engine
     with pytest.raises(InputError) as err:
         api.solve("llama-3.1-8b", "h100_sxm", 1, framework="sglang", kv_dtype="FP9")
     assert (err.value.field, err.value.problem.split(";")[0]) == ("kv_dtype", "unknown number format 'fp9'")
+
+
+def test_check_names_a_checkpoints_unrunnable_format_once_with_the_groups_that_hold_it(tmp_path) -> None:
+    """Llama-3.1-8B with ModelOpt's W4A8_AWQ under vLLM on MI300X: attention and dense hold the same w4afp8, which
+    vLLM runs on CUDA only: one class C line naming both groups (before: one line per group)."""
+    import json
+    import shutil
+
+    from solver.catalog import catalog_dir
+
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    shutil.copy(catalog_dir("models") / "meta-llama--Meta-Llama-3.1-8B.json", ckpt / "config.json")
+    (ckpt / "hf_quant_config.json").write_text(json.dumps(
+        {"producer": {"name": "modelopt", "version": "0.29.0"},
+         "quantization": {"quant_algo": "W4A8_AWQ", "group_size": 128, "exclude_modules": ["lm_head"]}}))
+    res = CliRunner().invoke(main, ["check", "--command", f"vllm serve {ckpt} --tensor-parallel-size 1", "--hardware",
+                                    "mi300x", "--isl", "1000", "--osl", "200", "--concurrency", "8"])
+    lines = [line for line in res.output.splitlines() if "w4afp8" in line]
+    assert res.exit_code == 1 and len(lines) == 1, res.output
+    assert "C (framework): quantization_config (attention, dense): weight dtype w4afp8" in lines[0]
