@@ -101,3 +101,18 @@ def test_check_names_a_checkpoints_unrunnable_format_once_with_the_groups_that_h
     lines = [line for line in res.output.splitlines() if "w4afp8" in line]
     assert res.exit_code == 1 and len(lines) == 1, res.output
     assert "C (framework): quantization_config (attention, dense): weight dtype w4afp8" in lines[0]
+
+
+@pytest.mark.parametrize("value, said", [
+    ("2", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=2, which sglang does not parse (it takes true, 1, yes, y for "
+          "on, false, 0, no, n for off, in any case) and so keeps its default, off"),
+    ("false", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=false, which sglang reads as off (on: true, 1, yes, y)")])
+def test_a_past_context_switch_at_a_value_the_engine_does_not_parse_is_named_so_with_the_values_it_takes(
+        value: str, said: str) -> None:
+    """SGLang's EnvBool parses true/1/yes/y and false/0/no/n; another value warns and keeps the default, False
+    (sglang 0.5.23 environ.py:67-85, :143-150): a length past the model's context is refused in one line saying so."""
+    cmd = (f"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN={value} python -m sglang.launch_server --model-path "
+           "Qwen/Qwen3-8B --tp 1 --context-length 200000")
+    r = CliRunner().invoke(main, ["check", "--command", cmd, "--hardware", "h200_sxm", "--isl", "4096", "--osl", "512",
+                                  "--concurrency", "8"])
+    assert r.exit_code == 2 and r.output.count("\n") == 1 and said in r.output, r.output
