@@ -116,3 +116,90 @@ def test_a_past_context_switch_at_a_value_the_engine_does_not_parse_is_named_so_
     r = CliRunner().invoke(main, ["check", "--command", cmd, "--hardware", "h200_sxm", "--isl", "4096", "--osl", "512",
                                   "--concurrency", "8"])
     assert r.exit_code == 2 and r.output.count("\n") == 1 and said in r.output, r.output
+
+
+# ------------------------------------------------------------------ a remedy's alternatives, each with its changes
+
+QWEN_2048 = ["solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "2", "--serving", "disagg", "--isl", "4096",
+             "--osl", "256", "--concurrency", "2048", "--time-limit", "3"]
+
+
+def _infeasible_disagg(**kw):
+    from solver.errors import InfeasibleError
+
+    args = dict(isl=4096, osl=256, concurrency=2048, serving="disagg", params=api.SolverParams(time_limit_s=3))
+    with pytest.raises(InfeasibleError) as err:
+        api.solve("qwen3-8b", "h100_sxm", 2, **{**args, **kw})
+    return err.value
+
+
+def _applied(argv: list[str], changes) -> list[str]:
+    out = list(argv)
+    for c in changes:
+        i = out.index(c.flag) if c.flag in out else None
+        if i is not None:
+            del out[i:i + 2]
+        out += [c.flag, str(c.value)]
+    return out
+
+
+def test_a_remedy_offering_two_alternatives_carries_each_ones_changes_and_each_plans() -> None:
+    """Qwen3-8B on 2 H100s disaggregated at --concurrency 2048: "--concurrency 64, or 63 cards (...)"; before, its
+    changes were the first alternative's only."""
+    from solver.errors import Change
+
+    err = _infeasible_disagg()
+    (fit,) = err.remedies.options
+    assert fit.text.startswith("--concurrency 64, or 63 cards (31 prefill worker(s) of 1 ranks")
+    assert fit.ways == ((Change("--concurrency", 64),), (Change("--cards", 63),))
+    for way in fit.ways:
+        r = CliRunner().invoke(main, _applied(QWEN_2048, way))
+        assert r.exit_code == 0, (way, r.output[-300:])
+
+
+def test_more_cards_is_stated_as_what_binds_not_offered_where_no_larger_size_serves_the_load(monkeypatch) -> None:
+    """Where the fewest-cards search finds no size that serves a given concurrency (no SLA), "more cards" names no
+    value that works: the message says no larger size serves it, and the remedy is the concurrency alone."""
+    from solver.errors import Change
+    from solver.plan import disagg_remedies
+
+    monkeypatch.setattr(disagg_remedies, "_fewest_cards", lambda *a, **k: None)
+    err = _infeasible_disagg()
+    assert "nor do the pools' worker sizes, rate-matched, on more cards" in err.message
+    assert "more cards" not in (err.remedy or "") and [r.ways for r in err.remedies.options] == [
+        ((Change("--concurrency", 64),),)]
+
+
+def test_pools_the_kv_transfer_cannot_pair_offer_aggregated_serving_as_a_flag_that_plans(tmp_path) -> None:
+    """A profile whose pair check no pools meet: the check is what binds (the sizes planned said with it), and
+    "--serving agg" is offered with its change where the planner finds an aggregated configuration on the cards;
+    before, "pools that meet ..., or aggregated serving" named no value."""
+    from pathlib import Path
+
+    import solver
+    from solver.errors import Change, InfeasibleError
+
+    text = (Path(solver.__file__).parent / "frameworks" / "vllm.yaml").read_text()
+    rule = "require: prefill_cp_size == 1 or prefill_kvp_size > 1 or decode_kvp_size == 1"
+    assert rule in text
+    fw = tmp_path / "vllm_nopair.yaml"
+    fw.write_text(text.replace(rule, "require: prefill_pp_size == 0"))
+    with pytest.raises(InfeasibleError) as err:
+        api.solve("qwen3-8b", "h100_sxm", 4, isl=1024, osl=128, framework=str(fw), serving="disagg")
+    assert "pools that meet prefill_pp_size == 0 are none of those planned" in err.value.message
+    (agg,) = err.value.remedies.options
+    assert agg.ways == ((Change("--serving", "agg"),),)
+    r = CliRunner().invoke(main, ["solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "4", "--isl", "1024",
+                                  "--osl", "128", "--framework", str(fw), "--serving", "agg"])
+    assert r.exit_code == 0, r.output[-300:]
+
+
+def test_launchable_sizes_are_alternatives_each_with_its_card_count() -> None:
+    """'10 (2 nodes x 5) or 12 (2 nodes x 6) ranks spread evenly ...': each size its own --cards (before: 10's)."""
+    from solver.errors import Change, InfeasibleError
+
+    with pytest.raises(InfeasibleError) as err:
+        api.solve("llama-3.3-70b", "h100_sxm", 11, framework="vllm", isl=1024, osl=1024,
+                  params=api.SolverParams(time_limit_s=3))
+    spread = [r for r in err.value.remedies.options if "ranks spread evenly" in r.text]
+    assert [r.ways for r in spread] == [((Change("--cards", 10),), (Change("--cards", 12),))]

@@ -204,7 +204,7 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
         from solver.plan.disagg_remedies import no_pair, unpairable  # they import this module: imported where asked
 
         if _pairs(scenario, fronts, cards):
-            raise unpairable(job, fronts)
+            raise unpairable(job, scenario, fronts)
         raise no_pair(job, scenario, fronts, skipped)
     lat0, inv0 = min(t.lat for t in pairs), min(t.inv for t in pairs)
     pairs.sort(key=lambda t: scenario.score(t.lat, t.inv, lat0, inv0))  # the scenario's own order, on the ratio

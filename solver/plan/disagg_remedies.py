@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from solver.errors import Change, InfeasibleError, Remedy, remedies, three_figures
+from solver.errors import Change, InfeasibleError, Remedy, either, remedies, three_figures
 from solver.estimate.disagg import DisaggEstimate, workers_to_match
 from solver.plan.disagg import MAX_EVALUATED, _Pair, _concurrency, _pairs, sla_misses, ttft_order
 from solver.plan.disagg_pools import cards_for, phase_framework, phase_scenario
 from solver.plan.disagg_floor import PrefillScreen
 from solver.plan.diagnosis import SLA_FLAGS, memory_terms, relax_slas
 from solver.plan.memory_remedies import (across_nodes, backed_off, first_that_plans, inside_node,
-                                         longest_isl_screened, memory_question, might_fit, quick_params, sla_aside,
-                                         sla_changes_aside, smaller_weights)
+                                         longest_isl_screened, memory_question, might_fit, plans_at, quick_params,
+                                         sla_aside, sla_changes_aside, smaller_weights)
 from solver.specs.launch_spec import POOL_NAMES, pool_role
 from solver.specs.limits import MAX_CONCURRENCY
 from solver.specs.scenario import Scenario
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from solver.plan.disagg import _Job
 
 
-def unpairable(job: "_Job", fronts: dict) -> InfeasibleError:
+def unpairable(job: "_Job", scenario: Scenario, fronts: dict) -> InfeasibleError:
     """Pools fit, but the engine's KV transfer pairs none of them (FrameworkProfile.unpaired): the check that
     binds, and the sizes each pool's workers were planned at, which the check reads."""
     failed = (job.fw.unpaired(p.config, d.config) for pre in fronts["prefill"].values()
@@ -33,10 +33,16 @@ def unpairable(job: "_Job", fronts: dict) -> InfeasibleError:
     offered = {n: sorted({job.fw.pool_figures({pool_role(n): q.config})[n]
                           for pts in fronts[pool_role(n)].values() for q in pts}) for n in names}
     sizes = "; ".join(f"{n} planned at {', '.join(map(str, v))}" for n, v in offered.items())
+    # what the pools must meet is the binding rule (no flag names pools that meet it); aggregated serving is a
+    # remedy where the planner finds an aggregated configuration on these cards
+    agg = plans_at(job.model, job.hw, job.prec, job.fw, job.cards, scenario, job.params, job.allow_cross_node,
+                   job.mem_opts, job.method)
     return InfeasibleError(f"no disaggregated deployment of {job.model.name} on {job.cards} x {job.hw.name} under "
-                           f"{job.fw.name}: the prefill and decode pools that fit break [{check.id}] {check.message}",
-                           sorted(checks),
-                           remedies(f"pools that meet {check.require} ({sizes}), or aggregated serving"))
+                           f"{job.fw.name}: the prefill and decode pools that fit break [{check.id}] {check.message}; "
+                           f"pools that meet {check.require} are none of those planned ({sizes})", sorted(checks),
+                           remedies(Remedy(f"--serving agg (the planner found an aggregated configuration on "
+                                           f"{job.cards} x {job.hw.name})", (Change("--serving", "agg"),))
+                                    if agg else None))
 
 
 def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, InfeasibleError]) -> InfeasibleError:
@@ -97,18 +103,18 @@ def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, In
         given = [b for b, f in SLA_FLAGS.items() if getattr(scenario, f.field) is not None]
         looser = None if bigger else _sla_floor(job, scenario, given)
         more = (Remedy(f"{bigger[0]} cards ({bigger[1]} prefill worker(s) of {bigger[2]} ranks and {bigger[3]} "
-                       f"decode worker(s) of {bigger[4]})", (Change("--cards", bigger[0]),)) if bigger else
-                looser if has_sla else Remedy("more cards"))
+                       f"decode worker(s) of {bigger[4]})", (Change("--cards", bigger[0]),)) if bigger else looser)
+        if not bigger and not has_sla:  # no size searched serves it: more cards is what binds, not a remedy
+            why += ("; nor do the pools' worker sizes, rate-matched, on more cards (the fewest-cards search found "
+                    "none that serves it)")
         fewer = _confirmed(job, scenario, most) if most else None
-        if fewer and more:
-            fit = Remedy(f"--concurrency {fewer}, or {more.text}", (Change("--concurrency", fewer),))
-        else:
-            fit = Remedy(f"--concurrency {fewer}", (Change("--concurrency", fewer),)) if fewer else more
+        fit = either(Remedy(f"--concurrency {fewer}", (Change("--concurrency", fewer),)) if fewer else None, more)
         return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name} serves "
                                f"--concurrency {scenario.concurrency}: {why}", ["concurrency"], remedies(fit))
+    # the pools' smallest workers fit the cards (above), yet no pair formed: what binds, which no card count
+    # named here is checked to lift
     return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: the prefill workers "
-                           "the rate match needs do not fit beside a decode worker", ["cards"],
-                           remedies("more cards"))
+                           "the rate match needs do not fit beside a decode worker", ["cards"])
 
 
 def _decode_slots(fronts: dict, cards: int, prefill_size: int) -> int:
