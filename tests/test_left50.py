@@ -203,3 +203,19 @@ def test_launchable_sizes_are_alternatives_each_with_its_card_count() -> None:
                   params=api.SolverParams(time_limit_s=3))
     spread = [r for r in err.value.remedies.options if "ranks spread evenly" in r.text]
     assert [r.ways for r in spread] == [((Change("--cards", 10),), (Change("--cards", 12),))]
+
+
+def test_the_fewest_cards_search_lists_only_the_pairs_it_may_evaluate(monkeypatch) -> None:
+    """At --concurrency 100000 Qwen3-8B's 1-rank decode workers need 1,563+ of them: the search walks each decode
+    and prefill point's y in order and merges the walks, so it prices the cards of about MAX_EVALUATED pairs plus
+    one per walk, not every y (before: every y from the fewest decode workers to twice that, for every point), and
+    answers as the full sorted list did (3,083 cards: 1,520 prefill and 1,563 decode workers of 1 rank)."""
+    from solver.plan import disagg_remedies
+
+    calls = []
+    real = disagg_remedies.cards_for
+    monkeypatch.setattr(disagg_remedies, "cards_for", lambda *a: calls.append(a) or real(*a))
+    err = _infeasible_disagg(concurrency=100_000, framework="vllm")
+    assert "what would fit: --concurrency 64, or 3083 cards (1520 prefill worker(s) of 1 ranks and 1563 decode " \
+           "worker(s) of 1)" in str(err)
+    assert len(calls) < 5_000, len(calls)

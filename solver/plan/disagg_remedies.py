@@ -3,7 +3,9 @@ deployment (cards in total, the concurrency the user gave, an SLA's lowest end-t
 plans that failed inside it (plan.disagg asks here only when it has no pair)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import heapq
+from itertools import islice
+from typing import TYPE_CHECKING, Iterator
 
 from solver.errors import Change, InfeasibleError, Remedy, either, remedies, three_figures
 from solver.estimate.disagg import DisaggEstimate, workers_to_match
@@ -20,6 +22,7 @@ from solver.specs.scenario import Scenario
 
 if TYPE_CHECKING:
     from solver.plan.disagg import _Job
+    from solver.plan.solve import Planned
 
 
 def unpairable(job: "_Job", scenario: Scenario, fronts: dict) -> InfeasibleError:
@@ -135,25 +138,32 @@ def _fewest_cards(job: "_Job", scenario: Scenario, fronts: dict) -> tuple[int, i
     concurrency within the SLAs (the pairs plan.disagg forms, on more cards, judged by the full estimate); None
     when none of those evaluated does."""
     c = scenario.concurrency
-    found: list[tuple[int, _Pair]] = []
-    for wp, pre in fronts["prefill"].items():
-        for wd, dec in fronts["decode"].items():
-            for d in dec:
-                lo = -(-c // d.batch)  # y from the fewest whose share fits the batch bucket
-                for y in range(lo, 2 * lo + 1):
-                    if _concurrency(scenario, d.batch, y) is None:
-                        continue
-                    demand = c / (scenario.osl * d.estimate.tpot_s)
-                    for p in pre:
-                        mu_w = p.estimate.output_tokens_per_s
-                        x = workers_to_match(demand, mu_w)
-                        need = cards_for(job.model, job.hw, wp, wd, x * wp + y * wd)
-                        found.append((need, _Pair(0.0, 0.0, p, d, x, y, demand, mu_w, c)))
-    found.sort(key=lambda f: (f[0], f[1].p.estimate.ttft_s + f[1].d.estimate.tpot_s))
-    t = _first_served(job, scenario, [f[1] for f in found])
+
+    def walk(i: int, j: int, k: int, wp: int, wd: int, d: Planned, m: int, p: Planned) -> Iterator[tuple]:
+        # one (prefill size, decode size, decode point, prefill point)'s pairs in y order: x does not depend on y
+        # and the cards only grow with it, so each walk is in the order of the whole list's key (below)
+        demand = c / (scenario.osl * d.estimate.tpot_s)
+        mu_w = p.estimate.output_tokens_per_s
+        x = workers_to_match(demand, mu_w)
+        lo = -(-c // d.batch)  # y from the fewest whose share fits the batch bucket
+        for y in range(lo, 2 * lo + 1):
+            if _concurrency(scenario, d.batch, y) is None:  # each decode worker's share only falls with y
+                return
+            need = cards_for(job.model, job.hw, wp, wd, x * wp + y * wd)
+            # the fewest cards, then the lowest TTFT + TPOT, then the order the pools list them in
+            yield (need, p.estimate.ttft_s + d.estimate.tpot_s, i, j, k, y, m), \
+                _Pair(0.0, 0.0, p, d, x, y, demand, mu_w, c)
+
+    # only the first MAX_EVALUATED of the pairs in that order are evaluated (_first_served): the walks merged
+    # lazily give them without listing every y of every decode point (hundreds of thousands at a large load)
+    walks = [walk(i, j, k, wp, wd, d, m, p) for i, (wp, pre) in enumerate(fronts["prefill"].items())
+             for j, (wd, dec) in enumerate(fronts["decode"].items()) for k, d in enumerate(dec)
+             for m, p in enumerate(pre)]
+    first = list(islice(heapq.merge(*walks, key=lambda f: f[0]), MAX_EVALUATED))
+    t = _first_served(job, scenario, [f[1] for f in first])
     if t is None:
         return None
-    need = next(n for n, u in found if u is t)
+    need = next(key[0] for key, u in first if u is t)
     return need, t.x, t.p.config.world_size, t.y, t.d.config.world_size
 
 
