@@ -25,6 +25,11 @@ Remedy kinds (the text each is read from):
                   sets aside dropped -> exit 0
   disagg_cards    "what would fit: N cards or more": --cards N -> exit 0
   disagg_concurrency "what would fit: --concurrency N": -> exit 0
+  disagg_fewest_cards "M cards (x prefill worker(s) of P ranks and y decode worker(s) of D)", the other alternative
+                  of "--concurrency N, or M cards (...)": --cards M -> exit 0 (M past RERUN_CARDS: counted, not
+                  rerun)
+  serving_agg     "--serving agg (the planner found an aggregated configuration on ...)": --serving agg -> exit 0
+  launchable_cards "A (n nodes x r) or B (...) ranks spread evenly over their nodes": each, --cards A -> exit 0
   (recommend: a remedy said "what would fit (a configuration on W cards, the load target aside)" works where the
   rerun has a configuration: exit 0, or a shortfall of the load rather than "no configuration fits or meets the
   SLA")
@@ -69,6 +74,10 @@ KNOB_FLAGS = {"attn_tp_size": "--attn-tp", "dense_tp_size": "--dense-tp", "moe_t
               "redundant_experts": "--redundant-experts", "moe_ep_size": None, "attn_dp_size": None}
 SLA_FLAG = {"TTFT": "--ttft-ms", "TPOT": "--tpot-ms"}
 TIME_LIMIT = "3"
+# the most cards a remedy is rerun at: a disaggregated plan on tens of thousands of cards plans its pools at every
+# worker size those cards allow (minutes and GBs a rerun); such remedies are counted, not rerun
+RERUN_CARDS = 1024
+SKIPPED: collections.Counter = collections.Counter()
 
 
 def run(argv: list[str]) -> tuple[int, str]:
@@ -298,6 +307,18 @@ def trials(kind: str, argv: list[str], code: int, text: str) -> list[Trial]:
         out.append(_simple("disagg_cards", with_flag(argv, "--cards", number(m.group(1)))))
     for m in re.finditer(r"what would fit: --concurrency ([\d,]+)", text):
         out.append(_simple("disagg_concurrency", with_flag(argv, "--concurrency", number(m.group(1)))))
+    # the other alternative of "--concurrency N, or M cards (...)" (each alternative applied on its own)
+    for m in re.finditer(r"([\d,]+) cards \(\d+ prefill worker\(s\) of \d+ ranks and \d+ decode worker\(s\) of",
+                         text):
+        if int(number(m.group(1))) > RERUN_CARDS:  # a plan on that many cards is past what this checker reruns
+            SKIPPED["disagg_fewest_cards"] += 1
+            continue
+        out.append(_simple("disagg_fewest_cards", with_flag(argv, "--cards", number(m.group(1)))))
+    if re.search(r"--serving agg \(the planner found an aggregated configuration", text):
+        out.append(_simple("serving_agg", with_flag(argv, "--serving", "agg")))
+    m = re.search(r"what would fit: ((?:\d+ \(\d+ nodes? x \d+\)(?: or )?)+) ranks spread evenly", text)
+    for n in re.findall(r"(\d+) \(\d+ nodes? x", m.group(1)) if m else ():
+        out.append(_simple("launchable_cards", with_flag(argv, "--cards", n)))
     for m in re.finditer(r"what would fit: a target up to ([\d,.]+)", text):
         out.append(_simple("target", with_flag(argv, "--target-output-tokens-per-s", number(m.group(1)))))
     return out
@@ -363,6 +384,8 @@ def report(results: list[Trial], outcomes: collections.Counter, unnamed: collect
               f"{sum(bool(t.figure_ok) for t in quoted):>9}")
     if unnamed:
         print(f"infeasible answers whose remedies this checker reads none of: {dict(unnamed)}")
+    if SKIPPED:
+        print(f"remedies read but not rerun (past {RERUN_CARDS:,} cards): {dict(SKIPPED)}")
     fails = [t for t in results if not t.works or t.figure_ok is False]
     print(f"\nfailures: {len(fails)}")
     for t in fails[:40]:

@@ -24,9 +24,11 @@ from solver.errors import InputError
 from solver.plan.points import SolverParams
 from solver.rank.select import Candidate
 from solver.specs import limits
+from solver.specs.dtypes import format_key, given_dtype
 from solver.specs.fitted import UserFactors
 from solver.specs.knobs import CONFIG_FLAGS
 from solver.specs.parallel import KNOBS, SETTINGS
+from solver.specs.pool_workers import pool_workers
 from solver.specs.scenario import SCENARIO_WEIGHTS, Scenario, prefix_hit_of
 
 if TYPE_CHECKING:
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from solver.capacity.disagg import DisaggRecommendation
     from solver.capacity.recommend import Recommendation
     from solver.one_config import CheckResult, EstimateResult, MemoryResult
+    from solver.report.disagg_view import DisaggReport
 
 __all__ = ["run_solve", "run_disagg", "solve", "Solution", "Scenario", "SolverParams", "sweep", "recommend",
            "explain_solution", "estimate", "memory", "check", "refuse_unlaunchable_kv", "verified_for"]
@@ -67,7 +70,8 @@ _REALS: dict[str, tuple[float, float]] = {
 # arguments that may be None (the planner or the runner decides)
 _OPTIONAL = {"concurrency", "max_concurrency", "ttft_ms", "tpot_ms", "mtp_accept", "max_copies", "target_output_tokens_per_s",
              "target_requests_per_s", "weight_dtype", "moe_weight_dtype", "kv_dtype", "params", "scenarios",
-             "seq_lens", "progress", "address", "prices", "references"}
+             "seq_lens", "progress", "address", "prices", "references", "copies_hint", "prefill_workers",
+             "decode_workers"}  # a worker count: pool_workers checks it (the command line's rule)
 _NAMES = ("model", "framework", "config")  # a catalog name or a path
 # arguments that are one of a few words (the command line's click.Choice)
 _CHOICES: dict[str, tuple[str, ...]] = {"phase": ("prefill", "decode"), "serving": ("agg", "disagg")}
@@ -143,7 +147,8 @@ def _check(args: dict[str, Any], hardware_lists: bool, cards_lists: bool,
             else:
                 checked[key] = os.fspath(value)
         elif key in _DTYPES:
-            if isinstance(value, str):
+            if isinstance(value, str):  # spelt as the command line reads it: FP8 is fp8
+                checked[key] = given_dtype(value)
                 continue
             if not (hardware_lists and _per_hardware(value)):
                 what = (", or per hardware as a dict ({'atlas_a3': 'int8'}) or HW=DTYPE items (['atlas_a3=int8'])"
@@ -154,7 +159,9 @@ def _check(args: dict[str, Any], hardware_lists: bool, cards_lists: bool,
                 if bad:
                     raise InputError(key, f"per hardware: a hardware name -> a number format name (fp8, bf16, ...), "
                                      f"got {bad[0][0]!r}: {bad[0][1]!r}")
-                checked[key] = {os.fspath(h): v for h, v in value.items()}
+                checked[key] = {os.fspath(h): format_key(v) for h, v in value.items()}
+            else:
+                checked[key] = [given_dtype(v) for v in value]
         elif key in _CHOICES:
             if not isinstance(value, str) or value not in _CHOICES[key]:
                 raise InputError(key, f"must be one of {', '.join(map(repr, _CHOICES[key]))}, got {value!r}")
@@ -353,18 +360,28 @@ class Solution(list):
 
 def _solve(model: str | os.PathLike, hardware: str | os.PathLike, cards: int, scenario: Scenario | str | None = None,
            framework: str | os.PathLike = DEFAULT_FRAMEWORK, weight_dtype: str | None = None,
-           moe_weight_dtype: str | None = None, kv_dtype: str | None = None, copies_hint: bool = True,
-           **kwargs: Any) -> Solution:
+           moe_weight_dtype: str | None = None, kv_dtype: str | None = None, copies_hint: bool | None = None,
+           serving: str = "agg", prefill_workers: int | None = None, decode_workers: int | None = None,
+           **kwargs: Any) -> Solution | DisaggReport:
     """Ranked candidates for one deployment, a Solution (see run_solve for the keyword arguments; `copies_hint`
-    on, as the command asks: the copies and held-requests notes). `scenario`: a Scenario or its kind
+    on unless False, as the command asks: the copies and held-requests notes). `scenario`: a Scenario or its kind
     ("throughput", "latency", "balanced"; default balanced); with a kind (or none), isl, osl, ttft_ms, tpot_ms,
     concurrency, max_concurrency, mtp, mtp_accept
     and prefix_hit are its fields, as sweep and recommend take them (a Scenario and those keywords together are
-    refused: the Scenario holds its own)."""
+    refused: the Scenario holds its own).
+    `serving="disagg"`: the prefill and decode pools (xPyD) and the aggregated comparison, as `solve --serving
+    disagg` answers it: a solver.report.disagg_view DisaggReport (`render(report, "json")` is the command's JSON);
+    `prefill_workers` / `decode_workers` fix the pools' worker counts (None: the plan picks), only there."""
     from solver.report.candidates import answer_notes
 
+    fixed = pool_workers(serving, prefill_workers, decode_workers)
     scenario = scenario or Scenario()
     dtypes = (weight_dtype, moe_weight_dtype, kv_dtype)
+    if serving == "disagg":
+        _not_disagg("solve", {"copies_hint": copies_hint is not None,
+                              **{k: k in kwargs for k in set(kwargs) - _params_of(entry.run_disagg)}})
+        return entry.run_disagg(model, hardware, cards, scenario, framework, *dtypes, workers=fixed, **kwargs)
+    copies_hint = True if copies_hint is None else copies_hint
     result, cands = entry.run_solve(model, hardware, cards, scenario, framework, *dtypes, copies_hint=copies_hint,
                                     **kwargs)
     # a partial of module-level function, not a closure: the Solution pickles (worker processes, caches)
@@ -376,7 +393,7 @@ def _solve(model: str | os.PathLike, hardware: str | os.PathLike, cards: int, sc
 def _sweep(model: str | os.PathLike, hardware: str | os.PathLike | Iterable[str | os.PathLike],
            cards: str | int | Iterable[int], scenarios: str | Scenario | Iterable[str | Scenario] | None = None, *,
            jobs: int = 1, progress: Callable[[int, int, str], None] | None = None, serving: str = "agg",
-           **kwargs: Any) -> pd.DataFrame:
+           prefill_workers: int | None = None, decode_workers: int | None = None, **kwargs: Any) -> pd.DataFrame:
     """Capacity sweep: a pandas DataFrame with the Pareto front of every (hardware, cards, scenario[, ISL/OSL])
     combination, one row per configuration, and one row naming the binding constraint where none fits.
 
@@ -396,15 +413,19 @@ def _sweep(model: str | os.PathLike, hardware: str | os.PathLike | Iterable[str 
     own configuration holds past its power of two): each costs estimates or plans per row; `solve` at the row's
     deployment says them.
     `serving="disagg"`: one row per disaggregated (xPyD) plan instead, as `sweep --serving disagg` writes it
-    (solver.capacity.disagg.sweep_disagg: the columns of table.DISAGG_COLUMNS; jobs 1, no executor).
+    (solver.capacity.disagg.sweep_disagg: the columns of table.DISAGG_COLUMNS; jobs 1, no executor);
+    `prefill_workers` / `decode_workers` fix the pools' worker counts at every size (None: the plan picks), only
+    there.
     """
+    fixed = pool_workers(serving, prefill_workers, decode_workers)
     if serving == "disagg":
         from solver.capacity.disagg import sweep_disagg
 
         _not_disagg("sweep", {"executor": kwargs.pop("executor", "local") != "local",
                               "address": kwargs.pop("address", None) is not None, "jobs": jobs != 1})
         _not_disagg("sweep", {k: k in kwargs for k in set(kwargs) - _params_of(sweep_disagg)})
-        return sweep_disagg(model, _hardware_list(hardware), cards, scenarios, progress=progress, **kwargs)
+        return sweep_disagg(model, _hardware_list(hardware), cards, scenarios, progress=progress, workers=fixed,
+                            **kwargs)
     from solver.capacity.sweep import sweep as run_sweep
 
     return run_sweep(model, hardware, cards, scenarios, jobs=jobs, progress=progress, **kwargs)
@@ -423,7 +444,8 @@ def _not_disagg(name: str, given: Mapping[str, bool]) -> None:
 
 
 def _recommend(model: str | os.PathLike, hardware: str | os.PathLike | Iterable[str | os.PathLike],
-               *, serving: str = "agg", **kwargs: Any) -> Recommendation | DisaggRecommendation:
+               *, serving: str = "agg", prefill_workers: int | None = None, decode_workers: int | None = None,
+               **kwargs: Any) -> Recommendation | DisaggRecommendation:
     """The fewest cards (and the configuration) that carry a load within the SLA, per hardware, as copies of one
     deployment behind a load balancer (`Option.copies` x `Option.cards` = `Option.total_cards`); the cheapest
     when prices per card-hour are given. Returns a solver.capacity.recommend.Recommendation (`.best`,
@@ -432,15 +454,17 @@ def _recommend(model: str | os.PathLike, hardware: str | os.PathLike | Iterable[
     bound; 1: one deployment), framework, weight_dtype, ...
     `serving="disagg"`: the fewest cards whose copies of an xPyD deployment carry the load, as `recommend
     --serving disagg` answers it: a solver.capacity.disagg.DisaggRecommendation (`.best`, `.options`,
-    `.as_dict()`).
+    `.as_dict()`); `prefill_workers` / `decode_workers` fix the pools' worker counts at every size tried (None:
+    the plan picks), only there.
     """
+    fixed = pool_workers(serving, prefill_workers, decode_workers)
     if serving == "disagg":
         from solver.capacity.disagg import recommend_disagg
         from solver.one_config import check_mtp
 
         _not_disagg("recommend", {k: k in kwargs for k in set(kwargs) - _params_of(recommend_disagg)})
         check_mtp(model, kwargs.get("mtp", 0))
-        return recommend_disagg(model, _hardware_list(hardware), **kwargs)
+        return recommend_disagg(model, _hardware_list(hardware), workers=fixed, **kwargs)
     from solver.capacity.recommend import recommend as run_recommend
 
     return run_recommend(model, hardware, **kwargs)

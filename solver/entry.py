@@ -229,7 +229,12 @@ def refuse_unknown_method(method: str) -> None:
 def refuse_unlaunchable_kv(fw: FrameworkProfile, kv_dtype: str | None, flag: str = "--kv-dtype",
                            model: ModelSpec | None = None, hw: Hardware | None = None) -> None:
     """A KV-cache format the engine's command cannot ask for is bad input to the planner (exit 2): its plans
-    could not be launched (`launch` refuses the same format, FrameworkProfile.kv_dtype_refusal)."""
+    could not be launched (`launch` refuses the same format, FrameworkProfile.kv_dtype_refusal). A name that is no
+    number format is refused as such first: no engine's spelling is the problem there."""
+    if kv_dtype is not None:
+        from solver.specs.dtypes import number_format
+
+        number_format(kv_dtype, flag)
     refusal = fw.kv_dtype_refusal(kv_dtype, model, hw)
     if refusal:
         raise InputError(flag, f"{refusal}; a plan under {fw.name} could not be launched with it")

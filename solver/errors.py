@@ -71,11 +71,28 @@ class Change(NamedTuple):
 @dataclass(frozen=True)
 class Remedy:
     """One option of what would make an infeasible request feasible: its text as the CLI prints it, and the
-    changes it stands for, applied together (where the text offers alternatives, 'A, or B', those of A; () where it
-    names no value to apply: what was tried, a rule no flag lifts)."""
+    changes it stands for, applied together (() where it names no value to apply: a rule no flag lifts). Where the
+    text offers alternatives ('A, or B': `either`), each is a Remedy of its own in `alternatives`, with its own
+    changes, and this one's are ()."""
 
     text: str
     changes: tuple[Change, ...] = ()
+    alternatives: tuple["Remedy", ...] = ()
+
+    @property
+    def ways(self) -> tuple[tuple[Change, ...], ...]:
+        """The change sets that each make the request feasible, one per alternative that names a value: what a
+        caller applies, each on its own."""
+        return tuple(w for a in (self.alternatives or (self,)) for w in ([a.changes] if a.changes else []))
+
+
+def either(*options: "Remedy | None", joined: str = ", or ", tail: str = "") -> "Remedy | None":
+    """One remedy offering `options` as alternatives ('A, or B[tail]'), each keeping its changes; a lone option is
+    itself (with `tail`), none is None. `tail`: words said of them all ('... ranks spread evenly ...')."""
+    given = [o for o in options if o is not None]
+    if len(given) == 1:
+        return Remedy(given[0].text + tail, given[0].changes) if tail else given[0]
+    return Remedy(joined.join(o.text for o in given) + tail, (), tuple(given)) if given else None
 
 
 WHAT_WOULD_FIT = "what would fit"  # the lead of a remedy sentence (the fuzz's unmet rule reads it)

@@ -31,7 +31,7 @@ def test_a_checkpoints_own_w4a8_is_refused_where_the_engine_runs_no_w4a8_kernel(
     base = ["solve", ckpt, "--cards", "1", "--framework", "vllm", "--top", "1"]
     res = CliRunner().invoke(main, [*base, "--hardware", "mi300x"])
     assert res.exit_code == 2 and res.output.startswith(
-        "error: quantization_config.attention: weight dtype w4afp8: vllm runs it on CUDA devices") \
+        "error: quantization_config (attention, dense): weight dtype w4afp8: vllm runs it on CUDA devices") \
         and res.output.count("\n") == 1, res.output
     assert CliRunner().invoke(main, [*base, "--hardware", "h100_sxm"]).exit_code == 0
 
@@ -41,7 +41,8 @@ def test_check_reports_a_checkpoints_own_unrunnable_w4a8_as_a_violation(tmp_path
     ckpt = str(_w4a8_checkpoint(tmp_path / "ckpt"))
     res = CliRunner().invoke(main, ["check", "--command", f"vllm serve {ckpt} --tensor-parallel-size 1", "--hardware",
                                     "mi300x", "--isl", "1000", "--osl", "200", "--concurrency", "8"])
-    assert res.exit_code == 1 and "C (framework): quantization_config.attention: weight dtype w4afp8" in res.output, \
+    assert res.exit_code == 1 and "C (framework): quantization_config (attention, dense): weight dtype w4afp8" \
+        in res.output, \
         res.output
 
 

@@ -18,6 +18,7 @@ from solver.errors import InputError
 from solver.report.render import FORMATS
 from solver.specs import limits
 from solver.specs.knobs import KNOB_FLAGS, SETTING_FLAGS
+from solver.specs.pool_workers import pool_workers  # noqa: F401 (the commands' rule, at its home)
 
 if TYPE_CHECKING:
     from solver.specs.scenario import Scenario
@@ -145,20 +146,16 @@ NAME = Name()
 
 
 class DtypeName(click.ParamType):
-    """A number-format name read as the catalog spells it (dtypes.format_key: --kv-dtype FP8 is fp8), so an engine
+    """A number-format name read as the catalog spells it (dtypes.given_dtype: --kv-dtype FP8 is fp8), so an engine
     profile's spellings and requirements read it as `generic` does; a per-hardware value (atlas_a3=INT8, a sweep's)
     keeps its hardware's name as typed."""
 
     name = "dtype"
 
     def convert(self, value: Any, param, ctx) -> str:
-        from solver.specs.dtypes import format_key
+        from solver.specs.dtypes import given_dtype
 
-        def one(part: str) -> str:
-            key, sep, val = part.rpartition("=")
-            return f"{key}{sep}{format_key(val)}" if val.strip() else part
-
-        return ",".join(one(p) for p in str(value).split(","))
+        return given_dtype(str(value))
 
 
 DTYPE = DtypeName()
@@ -286,15 +283,6 @@ def pool_workers_options(func: Callable) -> Callable:
     return click.option("--prefill-workers", type=COPIES, default=None,
                         help="with --serving disagg: this many prefill workers (the P of xPyD), not the rate "
                              "match's")(func)
-
-
-def pool_workers(serving: str, prefill: int | None, decode: int | None) -> tuple[int | None, int | None]:
-    """The (prefill, decode) worker counts given (None: the plan picks), refused in one line without
-    --serving disagg: an aggregated server has no pools to count."""
-    for flag, given in (("--prefill-workers", prefill), ("--decode-workers", decode)):
-        if given is not None and serving != "disagg":
-            raise InputError(flag, "fixes a pool's worker count: only with --serving disagg")
-    return prefill, decode
 
 
 def dtype_options(func: Callable) -> Callable:

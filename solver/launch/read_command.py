@@ -364,14 +364,24 @@ def past_context_refusal(fw: FrameworkProfile, spec: ModelSpec, given: dict[Slot
         return None
     spelt = ", ".join(f"{a.env}={a.value}" if a.env else f"{a.flag}" + (f" {a.value}" if a.value else "")
                       for a in switches)
-    # a switch given a value the engine reads as off (VLLM_ALLOW_LONG_MAX_MODEL_LEN=0) is named as written
-    off = [f"{a.env}={given[s]}, which {fw.name} reads as off (on: {', '.join(a.env_on or ())})"
-           for a in switches if (s := slot_of(fw, a)) in given]
+    # a switch given a value the engine reads as off (VLLM_ALLOW_LONG_MAX_MODEL_LEN=0), or one it does not parse
+    # (SGLang's =2: it warns and keeps the default), is named as written with the values it takes
+    off = [_switch_off(fw, a, given[s]) for a in switches if (s := slot_of(fw, a)) in given]
     sets = f"sets {'; '.join(off)}" if off else f"sets no {spelt}"
     sources = "; ".join(dict.fromkeys(a.source for a in switches if a.source))
     return (f"{slot_name(slot_of(fw, model_len_arg(fw)), fw)} {model_len:,} exceeds {spec.name}'s "
             f"{spec.context_field} {spec.max_position_embeddings:,}{derived_said(spec, limit, fw)} and the command "
             f"{sets}: {fw.name} refuses to start ({sources}); set {spelt}, or a length within {limit:,}")
+
+
+def _switch_off(fw: FrameworkProfile, arg: LaunchArg, value: str) -> str:
+    """'VAR=value, which ENGINE reads as off (on: ...)', or, for a value its strict parse (env_off) takes neither
+    way, that the engine does not parse it and keeps its default, off."""
+    on = ", ".join(arg.env_on or ())
+    if arg.env_off is not None and value.lower() not in arg.env_off:
+        return (f"{arg.env}={value}, which {fw.name} does not parse (it takes {on} for on, "
+                f"{', '.join(arg.env_off)} for off, in any case) and so keeps its default, off")
+    return f"{arg.env}={value}, which {fw.name} reads as off (on: {on})"
 
 
 def _switched_on(arg: LaunchArg, value: str | None) -> bool:

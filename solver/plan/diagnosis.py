@@ -4,7 +4,7 @@ a shorter sequence), each confirmed by the planner where a screen cannot tell.
 """
 from __future__ import annotations
 
-from solver.errors import Change, InfeasibleError, Remedy, remedies as remedies_of, three_figures
+from solver.errors import Change, InfeasibleError, Remedy, either, remedies as remedies_of, three_figures
 from solver.estimate.memory import memory_per_rank
 from solver.estimate.memory_options import MemoryOptions
 from solver.plan import cpsat
@@ -69,9 +69,9 @@ def explain_infeasible(model: ModelSpec, hw: Hardware, prec: Precision, fw: Fram
     remedies: list[Remedy] = []
     launchable = launchable_sizes(hw, fw, world)
     if launchable:  # no equal share of the ranks over their nodes: the launch itself refuses, whatever the layout
-        remedies.append(Remedy(" or ".join(split_text(w, hw.ranks_per_node) for w in launchable)
-                               + f" ranks spread evenly over their nodes, as {fw.name}'s launch needs",
-                               (Change("--cards", launchable[0]),)))
+        remedies.append(either(*(Remedy(split_text(w, hw.ranks_per_node), (Change("--cards", w),))
+                                 for w in launchable), joined=" or ",
+                               tail=f" ranks spread evenly over their nodes, as {fw.name}'s launch needs"))
     batch_ids = {r.id for r in fw.batch_rules}
     if scenario.concurrency is not None and batch_ids & set(binding) and tables.choices["attn"]:
         # a fixed concurrency the engine's batch rules turn away: the nearest its layouts run, first
@@ -96,10 +96,13 @@ def explain_infeasible(model: ModelSpec, hw: Hardware, prec: Precision, fw: Fram
                               (Change("--concurrency", fewer),)))
     if jointly and memory and sla:
         # families that free a configuration only relaxed together: one memory remedy and the SLA, not either
-        both = {c.flag: c for c in sla[0].changes} | {c.flag: c for c in memory[0].changes if c.flag not in SLA_FIELDS}
-        remedies.append(Remedy(f"relaxed together, as neither suffices alone: memory "
-                               f"({' or '.join(m.text for m in memory)}) and the SLA "
-                               f"({'; '.join(r.text for r in sla)})", tuple(both.values())))
+        # each memory alternative with the SLA relaxed: one change set per alternative the line offers
+        ways = tuple(Remedy(m.text, tuple(({c.flag: c for c in sla[0].changes}
+                                           | {c.flag: c for c in m.changes if c.flag not in SLA_FIELDS}).values()))
+                     for m in memory)
+        text = (f"relaxed together, as neither suffices alone: memory ({' or '.join(m.text for m in memory)}) and the "
+                f"SLA ({'; '.join(r.text for r in sla)})")
+        remedies.append(Remedy(text, ways[0].changes) if len(ways) == 1 else Remedy(text, (), ways))
     elif jointly and "B.memory_per_rank" in binding and not memory:
         pass  # the SLA relaxed alone frees nothing and no memory change was found (`tried` says what was asked)
     else:

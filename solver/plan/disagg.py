@@ -36,6 +36,7 @@ from solver.plan.disagg_pools import active_group, cards_for, pool_fronts, worke
 from solver.plan.solve import Planned
 from solver.specs.disagg_fitted import burst_share
 from solver.specs.framework import FrameworkProfile
+from solver.specs.pool_workers import pool_workers
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
@@ -185,9 +186,7 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
     which reads only whether one plans)."""
     refuse_too_few_cards(cards)
     fixed = fixed or Workers()
-    for flag, n in (("--prefill-workers", fixed.prefill), ("--decode-workers", fixed.decode)):
-        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):  # the API's, not click's
-            raise InputError(flag, f"a pool's worker count is a whole number >= 1, got {n!r}")
+    fixed = Workers(*pool_workers("disagg", fixed.prefill, fixed.decode))  # run_disagg's `workers`, as the CLI's
     if scenario.phase != "serving":
         raise InputError("--phase", "disaggregated planning plans both phases; use --phase serving")
     group = active_group()  # a sweep's kinds and sizes share the phase plans (disagg_pools.PlanGroup)
@@ -205,7 +204,7 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
         from solver.plan.disagg_remedies import no_pair, unpairable  # they import this module: imported where asked
 
         if _pairs(scenario, fronts, cards):
-            raise unpairable(job, fronts)
+            raise unpairable(job, scenario, fronts)
         raise no_pair(job, scenario, fronts, skipped)
     lat0, inv0 = min(t.lat for t in pairs), min(t.inv for t in pairs)
     pairs.sort(key=lambda t: scenario.score(t.lat, t.inv, lat0, inv0))  # the scenario's own order, on the ratio

@@ -3,26 +3,29 @@ deployment (cards in total, the concurrency the user gave, an SLA's lowest end-t
 plans that failed inside it (plan.disagg asks here only when it has no pair)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import heapq
+from itertools import islice
+from typing import TYPE_CHECKING, Iterator
 
-from solver.errors import Change, InfeasibleError, Remedy, remedies, three_figures
+from solver.errors import Change, InfeasibleError, Remedy, either, remedies, three_figures
 from solver.estimate.disagg import DisaggEstimate, workers_to_match
 from solver.plan.disagg import MAX_EVALUATED, _Pair, _concurrency, _pairs, sla_misses, ttft_order
 from solver.plan.disagg_pools import cards_for, phase_framework, phase_scenario
 from solver.plan.disagg_floor import PrefillScreen
 from solver.plan.diagnosis import SLA_FLAGS, memory_terms, relax_slas
 from solver.plan.memory_remedies import (across_nodes, backed_off, first_that_plans, inside_node,
-                                         longest_isl_screened, memory_question, might_fit, quick_params, sla_aside,
-                                         sla_changes_aside, smaller_weights)
+                                         longest_isl_screened, memory_question, might_fit, plans_at, quick_params,
+                                         sla_aside, sla_changes_aside, smaller_weights)
 from solver.specs.launch_spec import POOL_NAMES, pool_role
 from solver.specs.limits import MAX_CONCURRENCY
 from solver.specs.scenario import Scenario
 
 if TYPE_CHECKING:
     from solver.plan.disagg import _Job
+    from solver.plan.solve import Planned
 
 
-def unpairable(job: "_Job", fronts: dict) -> InfeasibleError:
+def unpairable(job: "_Job", scenario: Scenario, fronts: dict) -> InfeasibleError:
     """Pools fit, but the engine's KV transfer pairs none of them (FrameworkProfile.unpaired): the check that
     binds, and the sizes each pool's workers were planned at, which the check reads."""
     failed = (job.fw.unpaired(p.config, d.config) for pre in fronts["prefill"].values()
@@ -33,10 +36,16 @@ def unpairable(job: "_Job", fronts: dict) -> InfeasibleError:
     offered = {n: sorted({job.fw.pool_figures({pool_role(n): q.config})[n]
                           for pts in fronts[pool_role(n)].values() for q in pts}) for n in names}
     sizes = "; ".join(f"{n} planned at {', '.join(map(str, v))}" for n, v in offered.items())
+    # what the pools must meet is the binding rule (no flag names pools that meet it); aggregated serving is a
+    # remedy where the planner finds an aggregated configuration on these cards
+    agg = plans_at(job.model, job.hw, job.prec, job.fw, job.cards, scenario, job.params, job.allow_cross_node,
+                   job.mem_opts, job.method)
     return InfeasibleError(f"no disaggregated deployment of {job.model.name} on {job.cards} x {job.hw.name} under "
-                           f"{job.fw.name}: the prefill and decode pools that fit break [{check.id}] {check.message}",
-                           sorted(checks),
-                           remedies(f"pools that meet {check.require} ({sizes}), or aggregated serving"))
+                           f"{job.fw.name}: the prefill and decode pools that fit break [{check.id}] {check.message}; "
+                           f"pools that meet {check.require} are none of those planned ({sizes})", sorted(checks),
+                           remedies(Remedy(f"--serving agg (the planner found an aggregated configuration on "
+                                           f"{job.cards} x {job.hw.name})", (Change("--serving", "agg"),))
+                                    if agg else None))
 
 
 def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, InfeasibleError]) -> InfeasibleError:
@@ -97,18 +106,18 @@ def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, In
         given = [b for b, f in SLA_FLAGS.items() if getattr(scenario, f.field) is not None]
         looser = None if bigger else _sla_floor(job, scenario, given)
         more = (Remedy(f"{bigger[0]} cards ({bigger[1]} prefill worker(s) of {bigger[2]} ranks and {bigger[3]} "
-                       f"decode worker(s) of {bigger[4]})", (Change("--cards", bigger[0]),)) if bigger else
-                looser if has_sla else Remedy("more cards"))
+                       f"decode worker(s) of {bigger[4]})", (Change("--cards", bigger[0]),)) if bigger else looser)
+        if not bigger and not has_sla:  # no size searched serves it: more cards is what binds, not a remedy
+            why += ("; nor do the pools' worker sizes, rate-matched, on more cards (the fewest-cards search found "
+                    "none that serves it)")
         fewer = _confirmed(job, scenario, most) if most else None
-        if fewer and more:
-            fit = Remedy(f"--concurrency {fewer}, or {more.text}", (Change("--concurrency", fewer),))
-        else:
-            fit = Remedy(f"--concurrency {fewer}", (Change("--concurrency", fewer),)) if fewer else more
+        fit = either(Remedy(f"--concurrency {fewer}", (Change("--concurrency", fewer),)) if fewer else None, more)
         return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name} serves "
                                f"--concurrency {scenario.concurrency}: {why}", ["concurrency"], remedies(fit))
+    # the pools' smallest workers fit the cards (above), yet no pair formed: what binds, which no card count
+    # named here is checked to lift
     return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: the prefill workers "
-                           "the rate match needs do not fit beside a decode worker", ["cards"],
-                           remedies("more cards"))
+                           "the rate match needs do not fit beside a decode worker", ["cards"])
 
 
 def _decode_slots(fronts: dict, cards: int, prefill_size: int) -> int:
@@ -129,25 +138,32 @@ def _fewest_cards(job: "_Job", scenario: Scenario, fronts: dict) -> tuple[int, i
     concurrency within the SLAs (the pairs plan.disagg forms, on more cards, judged by the full estimate); None
     when none of those evaluated does."""
     c = scenario.concurrency
-    found: list[tuple[int, _Pair]] = []
-    for wp, pre in fronts["prefill"].items():
-        for wd, dec in fronts["decode"].items():
-            for d in dec:
-                lo = -(-c // d.batch)  # y from the fewest whose share fits the batch bucket
-                for y in range(lo, 2 * lo + 1):
-                    if _concurrency(scenario, d.batch, y) is None:
-                        continue
-                    demand = c / (scenario.osl * d.estimate.tpot_s)
-                    for p in pre:
-                        mu_w = p.estimate.output_tokens_per_s
-                        x = workers_to_match(demand, mu_w)
-                        need = cards_for(job.model, job.hw, wp, wd, x * wp + y * wd)
-                        found.append((need, _Pair(0.0, 0.0, p, d, x, y, demand, mu_w, c)))
-    found.sort(key=lambda f: (f[0], f[1].p.estimate.ttft_s + f[1].d.estimate.tpot_s))
-    t = _first_served(job, scenario, [f[1] for f in found])
+
+    def walk(i: int, j: int, k: int, wp: int, wd: int, d: Planned, m: int, p: Planned) -> Iterator[tuple]:
+        # one (prefill size, decode size, decode point, prefill point)'s pairs in y order: x does not depend on y
+        # and the cards only grow with it, so each walk is in the order of the whole list's key (below)
+        demand = c / (scenario.osl * d.estimate.tpot_s)
+        mu_w = p.estimate.output_tokens_per_s
+        x = workers_to_match(demand, mu_w)
+        lo = -(-c // d.batch)  # y from the fewest whose share fits the batch bucket
+        for y in range(lo, 2 * lo + 1):
+            if _concurrency(scenario, d.batch, y) is None:  # each decode worker's share only falls with y
+                return
+            need = cards_for(job.model, job.hw, wp, wd, x * wp + y * wd)
+            # the fewest cards, then the lowest TTFT + TPOT, then the order the pools list them in
+            yield (need, p.estimate.ttft_s + d.estimate.tpot_s, i, j, k, y, m), \
+                _Pair(0.0, 0.0, p, d, x, y, demand, mu_w, c)
+
+    # only the first MAX_EVALUATED of the pairs in that order are evaluated (_first_served): the walks merged
+    # lazily give them without listing every y of every decode point (hundreds of thousands at a large load)
+    walks = [walk(i, j, k, wp, wd, d, m, p) for i, (wp, pre) in enumerate(fronts["prefill"].items())
+             for j, (wd, dec) in enumerate(fronts["decode"].items()) for k, d in enumerate(dec)
+             for m, p in enumerate(pre)]
+    first = list(islice(heapq.merge(*walks, key=lambda f: f[0]), MAX_EVALUATED))
+    t = _first_served(job, scenario, [f[1] for f in first])
     if t is None:
         return None
-    need = next(n for n, u in found if u is t)
+    need = next(key[0] for key, u in first if u is t)
     return need, t.x, t.p.config.world_size, t.y, t.d.config.world_size
 
 

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Sequence
 
-from solver.errors import Change, InfeasibleError, InputError, InternalError, Remedy, remedies, three_figures
+from solver.errors import Change, InfeasibleError, InputError, InternalError, Remedy, either, remedies, three_figures
 from solver.specs.notes import input_notes, past_position_table
 from solver.specs.limits import MAX_CARDS, MAX_TIME_LIMIT_S, MAX_TOP
 from solver.estimate.compute import factors_for
@@ -519,11 +519,11 @@ def _out_of_time(model: ModelSpec, hw: Hardware, world: int, params: SolverParam
     enumeration on every verified deployment)."""
     need_s = stop.total * stop.elapsed_s / max(stop.done, 1)
     longer = math.ceil(need_s * 1.2)
-    more = f"--time-limit {longer:,} or more, or " if need_s * 1.2 <= MAX_TIME_LIMIT_S else ""
     return InfeasibleError(
         f"--method exhaustive reached --time-limit {params.time_limit_s:g} s for {model.name} on {world} x "
         f"{hw.name} after {stop.done:,} of the {stop.total:,} combinations it enumerates (one option per parallel "
         f"group at each concurrency); at that rate all of them take about {three_figures(need_s)} s", ["time limit"],
-        remedies(Remedy(f"{more}--method cpsat, which finds the same front",
-                        (Change("--time-limit", longer),) if more else (Change("--method", "cpsat"),))),
+        remedies(either(Remedy(f"--time-limit {longer:,} or more", (Change("--time-limit", longer),))
+                        if need_s * 1.2 <= MAX_TIME_LIMIT_S else None,
+                        Remedy("--method cpsat, which finds the same front", (Change("--method", "cpsat"),)))),
         proven=False)

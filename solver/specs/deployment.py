@@ -19,12 +19,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictInt, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, StrictInt, model_validator
 
 from solver.catalog import DEFAULT_FRAMEWORK
 from solver.errors import InputError
+from solver.specs.dtypes import given_dtype
 from solver.specs.limits import MAX_CARDS, MAX_CONCURRENCY, MAX_MTP, MAX_TOKENS
 from solver.specs.parallel import CONFIG_KEYS, replica_group
 from solver.specs.scenario import AcceptRate, PrefixHit, accept_unread, hit_unread
@@ -108,12 +109,16 @@ class WorkloadSpec(BaseModel):
         return self.concurrency if self.phase == "serving" else self.batch  # type: ignore[return-value]
 
 
+# a number-format name as the command line reads it (dtypes.given_dtype: FP8 is fp8)
+DtypeName = Annotated[str, AfterValidator(given_dtype)]
+
+
 class QuantSpecIn(BaseModel):
     model_config = _STRICT
 
-    weights: str | None = None
-    moe_weights: str | None = None
-    kv_cache: str | None = None
+    weights: DtypeName | None = None
+    moe_weights: DtypeName | None = None
+    kv_cache: DtypeName | None = None
 
 
 # a lookup draft's acceptance is the prompts' own (how often the next tokens repeat what the request holds): no

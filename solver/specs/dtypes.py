@@ -140,6 +140,18 @@ def format_key(name: str) -> str:
     return name.strip().lower().replace("-", "_")
 
 
+def given_dtype(value: str) -> str:
+    """A dtype as a user gives it, every name in format_key's spelling: the one rule of the input boundaries (the
+    command line's DTYPE, the Python API, a deployment file's quant). A per-hardware value (`atlas_a3=INT8`,
+    comma-separated, a sweep's) keeps its hardware's name as typed; an empty part stays as given (its reader
+    refuses it)."""
+    def one(part: str) -> str:
+        key, sep, val = part.rpartition("=")
+        return f"{key}{sep}{format_key(val)}" if val.strip() else part
+
+    return ",".join(one(p) for p in value.split(","))
+
+
 def spelled_activation(name: str) -> str | None:
     """The activations a weight-format spelling names (ACTIVATION_SPELLINGS), else None."""
     return ACTIVATION_SPELLINGS.get(format_key(name))

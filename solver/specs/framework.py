@@ -646,22 +646,25 @@ class FrameworkProfile(BaseModel):
         (dtypes.spelled_with: int4 beside fp8 is w4afp8), so a checkpoint's own W4A8 is held to
         weight_dtype_requires as a flag's is. `chosen`: group -> (field, the value typed) for the groups a flag or
         a file chose (that value is read first, so the refusal names what was typed); any other group is the
-        checkpoint's (quantization_config.<group>)."""
+        checkpoint's, and the checkpoint's groups refused alike are one finding naming them all
+        (quantization_config.attention; quantization_config (attention, dense))."""
         from solver.specs.dtypes import spelled_with
         from solver.specs.precision import held_groups
 
-        out: dict[str, str] = {}
+        found: dict[tuple[str, str], tuple[str, list[str]]] = {}  # a flag's field / the checkpoint's refusal -> ...
         for group in held_groups(model):
             fmt = prec.fmt(group)
             if not fmt.quantized:
                 continue
-            field, typed = chosen.get(group, (f"quantization_config.{group}", None))
+            field, typed = chosen.get(group, (None, None))
             priced = spelled_with(fmt.name, prec.gemm_dtype(group))
             why = (typed is not None and self.weight_dtype_refusal(typed, model, hw)) \
                 or self.weight_dtype_refusal(priced, model, hw)
-            if why and field not in out:
-                out[field] = why
-        return list(out.items())
+            if why:
+                found.setdefault(("flag", field) if field else ("checkpoint", why), (why, []))[1].append(group)
+        return [(field if kind == "flag" else f"quantization_config.{groups[0]}" if len(groups) == 1
+                 else f"quantization_config ({', '.join(groups)})", why)
+                for (kind, field), (why, groups) in found.items()]
 
     def sets_token_budget(self) -> bool:
         """Its command gives the engine its token budget (LaunchSpec.sets_token_budget; no launch section: no

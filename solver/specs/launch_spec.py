@@ -117,6 +117,9 @@ class LaunchArg(BaseModel):
     env: str | None = Field(None, description="environment variable name instead of argv")
     env_on: list[str] | None = Field(None, description="for an env switch: the values (lower-cased) the engine "
                                            "reads as on, as its source parses the variable; another value is off")
+    env_off: list[str] | None = Field(None, description="for an env switch the engine parses strictly: the values "
+                                      "(lower-cased) it reads as off; a value in neither list it does not parse "
+                                      "(it keeps its default, off)")
     knob: str | None = Field(None, description="what a refusal names (the knob or setting this spells)")
     source: str | None = Field(None, description="where the spelling is read when the facts' engines.md does not "
                                "spell it (an engine wheel's file and version)")
@@ -158,6 +161,8 @@ class LaunchArg(BaseModel):
                 raise ValueError(f"text uses unknown placeholder(s) {', '.join(unknown)}")
         if self.env_on is not None and self.env is None:
             raise ValueError("env_on needs an env name")
+        if self.env_off is not None and self.env_on is None:
+            raise ValueError("env_off needs env_on (the values the engine parses as on)")
         if self.default is not None and (self.value is None or self.flag is None or self.doc or self.env):
             raise ValueError("default needs a flag with a value (an argv flag the engine reads a default for)")
         if self.step_budget:
