@@ -6,6 +6,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from deployment_files import values_under
 from solver.cli.main import main
 
 QUICK = ["llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "1"]
@@ -21,19 +22,8 @@ def test_a_chosen_kv_dtype_is_written_as_yaml(cmd: str, extra: list[str], kv: st
     r = CliRunner().invoke(main, [cmd, *QUICK, *extra, "--kv-dtype", kv, "--format", "yaml"])
     assert r.exit_code == 0, r.output
     doc = yaml.safe_load(r.output[r.output.index("\n", r.output.rindex("note:")) if "note:" in r.output else 0:])
-    found = [v for v in _walk(doc, "kv_bytes")]
+    found = [v for v in values_under(doc, "kv_bytes")]
     assert found and all(type(v) is int for v in found) and found[0] == (2 if kv == "bf16" else 1)
-
-
-def _walk(node: object, key: str):
-    if isinstance(node, dict):
-        for k, v in node.items():
-            if k == key:
-                yield v
-            yield from _walk(v, key)
-    elif isinstance(node, list):
-        for v in node:
-            yield from _walk(v, key)
 
 
 def _modelopt_folder(tmp_path, quantization: dict) -> str:

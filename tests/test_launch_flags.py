@@ -4,25 +4,11 @@ from __future__ import annotations
 
 import json
 
-import yaml
 from click.testing import CliRunner
 
+from launch_nodes import first_node_argv, launch_deployment
 from solver.cli.main import main
 
-
-def _deployment(tmp_path, pc: dict, model: str, world: int, concurrency: int, framework: str,
-                hardware: str = "h100_sxm") -> str:
-    path = tmp_path / "dep.yaml"
-    path.write_text(yaml.safe_dump({"model": model, "hardware": hardware, "world_size": world,
-                                    "framework": framework, "parallel_config": pc,
-                                    "workload": {"isl": 4096, "osl": 256, "concurrency": concurrency}}))
-    return str(path)
-
-
-def _argv(dep: str) -> list[str]:
-    r = CliRunner().invoke(main, ["launch", dep, "--format", "json"])
-    assert r.exit_code == 0, r.stderr
-    return json.loads(r.stdout)["nodes"][0]["argv"]
 
 
 def _value(argv: list[str], flag: str) -> str:
@@ -34,17 +20,17 @@ def test_sglang_dense_replicas_each_take_their_share_of_the_running_requests(tmp
     divides --max-running-requests by the DP-attention size only (1 for dense replicas), so each replica takes
     the whole value: 32 planned requests are 32 // 2 = 16 per replica (32 would admit 64)."""
     tp4 = {"attn_tp_size": 4, "dense_tp_size": 4, "embed_tp_size": 4, "lmhead_tp_size": 4}
-    argv = _argv(_deployment(tmp_path, tp4, "llama-3.1-70b", 8, 32, "sglang"))
+    argv = first_node_argv(launch_deployment(tmp_path, tp4, "llama-3.1-70b", 8, 32, "sglang"))
     assert (_value(argv, "--dp-size"), _value(argv, "--max-running-requests")) == ("2", "16")
     # an odd share rounds up: 33 over 2 replicas is 17 each
-    assert _value(_argv(_deployment(tmp_path, tp4, "llama-3.1-70b", 8, 33, "sglang")), "--max-running-requests") == "17"
+    assert _value(first_node_argv(launch_deployment(tmp_path, tp4, "llama-3.1-70b", 8, 33, "sglang")), "--max-running-requests") == "17"
 
 
 def test_sglang_dp_attention_takes_the_whole_running_requests(tmp_path) -> None:
     """Qwen3-30B-A3B with DP attention over 8 ranks (`--tp-size 8 --attn-dp-size 8`): SGLang divides
     --max-running-requests by the 8 attention-DP ranks itself, so the flag is the planned 32."""
     dpa = {"attn_tp_size": 1, "moe_tp_size": 1, "embed_tp_size": 1, "lmhead_tp_size": 1}
-    argv = _argv(_deployment(tmp_path, dpa, "qwen3-30b-a3b", 8, 32, "sglang"))
+    argv = first_node_argv(launch_deployment(tmp_path, dpa, "qwen3-30b-a3b", 8, 32, "sglang"))
     assert _value(argv, "--attn-dp-size") == "8" and _value(argv, "--max-running-requests") == "32"
 
 
@@ -54,7 +40,7 @@ def test_vllm_vllm_ascend_and_sglang_commands_trust_a_checkpoint_with_code_of_it
     (no auto_map) gets no switch."""
     ep = {"attn_tp_size": 8, "dense_tp_size": 8, "moe_tp_size": 1, "embed_tp_size": 8, "lmhead_tp_size": 8}
     for engine in ("vllm", "sglang"):
-        dep = _deployment(tmp_path, ep, "deepseek-v3", 8, 32, engine, hardware="h200_sxm")
+        dep = launch_deployment(tmp_path, ep, "deepseek-v3", 8, 32, engine, hardware="h200_sxm")
         r = CliRunner().invoke(main, ["launch", dep, "--format", "json"])
         assert r.exit_code == 0, r.stderr
         out = json.loads(r.stdout)
@@ -69,4 +55,4 @@ def test_vllm_vllm_ascend_and_sglang_commands_trust_a_checkpoint_with_code_of_it
                          ParallelConfig(world_size=16, moe_tp_size=1), LaunchInputs(batch=16, max_model_len=4352))
     assert "--trust-remote-code" in ascend["nodes"][0]["argv"]
     tp4 = {"attn_tp_size": 4, "dense_tp_size": 4, "embed_tp_size": 4, "lmhead_tp_size": 4}
-    assert "--trust-remote-code" not in _argv(_deployment(tmp_path, tp4, "llama-3.1-70b", 4, 8, "vllm"))
+    assert "--trust-remote-code" not in first_node_argv(launch_deployment(tmp_path, tp4, "llama-3.1-70b", 4, 8, "vllm"))

@@ -6,11 +6,11 @@ from __future__ import annotations
 import csv
 import io
 import json
-from typing import Any, Iterator
 
 import pytest
 from click.testing import CliRunner
 
+from deployment_files import values_under
 from solver.cli.main import main
 from solver.estimate.closed_loop import ServingPolicy, ServingShape, serving_times
 from solver.estimate.workload import Workload
@@ -24,17 +24,6 @@ def _run(args: list[str]) -> str:
     assert r.exit_code == 0, r.output
     return r.stdout
 
-
-def _values(node: Any, key: str) -> Iterator[Any]:
-    """Every value filed under `key` anywhere in a JSON document."""
-    if isinstance(node, dict):
-        for k, v in node.items():
-            if k == key:
-                yield v
-            yield from _values(v, key)
-    elif isinstance(node, list):
-        for v in node:
-            yield from _values(v, key)
 
 
 def test_the_closed_loop_has_no_gap_after_a_lone_token_under_either_policy():
@@ -61,9 +50,9 @@ def test_solve_at_one_output_token_has_no_tpot_and_meets_any_tpot_sla():
     out = json.loads(_run(["solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "2", "--framework", "vllm",
                            "--isl", "512", "--osl", "1", "--tpot-ms", "1", "--max-concurrency", "64",
                            "--time-limit", "2", "--format", "json"]))
-    tpots = list(_values(out["candidates"], "tpot_ms"))
+    tpots = list(values_under(out["candidates"], "tpot_ms"))
     assert tpots and all(t == 0 for t in tpots)
-    assert all(u in (0, None) for u in _values(out["candidates"], "tokens_per_s_per_user"))
+    assert all(u in (0, None) for u in values_under(out["candidates"], "tokens_per_s_per_user"))
 
 
 def test_sweep_row_at_one_output_token_has_no_tpot_and_a_token_per_request():
@@ -81,8 +70,8 @@ def test_check_of_a_decode_first_command_at_one_output_token_has_no_tpot():
     out = json.loads(_run(["check", "--command", "vllm serve Qwen/Qwen3-8B --tensor-parallel-size 2 "
                            "--max-num-seqs 32", "--hardware", "h100_sxm", "--isl", "512", "--osl", "1",
                            "--format", "json"]))
-    assert list(_values(out, "tpot_ms")) and all(t == 0 for t in _values(out, "tpot_ms"))
-    assert all(u == 0 for u in _values(out, "tokens_per_s_per_user"))
+    assert list(values_under(out, "tpot_ms")) and all(t == 0 for t in values_under(out, "tpot_ms"))
+    assert all(u == 0 for u in values_under(out, "tokens_per_s_per_user"))
 
 
 def test_disagg_at_one_output_token_has_no_tpot_and_meets_any_tpot_sla():
@@ -92,7 +81,7 @@ def test_disagg_at_one_output_token_has_no_tpot_and_meets_any_tpot_sla():
                            "--serving", "disagg", "--isl", "512", "--osl", "1", "--tpot-ms", "1",
                            "--max-concurrency", "64", "--time-limit", "2", "--format", "json"]))
     assert out["estimation"]["tpot_ms"] == 0 and out["estimation"]["tokens_per_s_per_user"] == 0
-    assert [t for t in _values(out["aggregated"], "tpot_ms") if t != 0] == []
+    assert [t for t in values_under(out["aggregated"], "tpot_ms") if t != 0] == []
     assert "TPOT 0.0 vs 0.0 ms" in " ".join(out["comparison"]["why"])  # disagg and the aggregate alike
 
 

@@ -5,27 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 from click.testing import CliRunner
 
+from launch_nodes import first_node_argv, launch_deployment
 from solver.cli.main import main
 
 TP4 = {"attn_tp_size": 4, "dense_tp_size": 4, "embed_tp_size": 4, "lmhead_tp_size": 4}
 
-
-def _deployment(tmp_path, pc: dict, model: str, world: int, concurrency: int, framework: str,
-                hardware: str = "h100_sxm") -> str:
-    path = tmp_path / "dep.yaml"
-    path.write_text(yaml.safe_dump({"model": model, "hardware": hardware, "world_size": world,
-                                    "framework": framework, "parallel_config": pc,
-                                    "workload": {"isl": 4096, "osl": 256, "concurrency": concurrency}}))
-    return str(path)
-
-
-def _argv(dep: str) -> list[str]:
-    r = CliRunner().invoke(main, ["launch", dep, "--format", "json"])
-    assert r.exit_code == 0, r.stderr
-    return json.loads(r.stdout)["nodes"][0]["argv"]
 
 
 def _value(argv: list[str], flag: str) -> str | None:
@@ -37,9 +23,9 @@ def test_sglang_pipeline_microbatches_hold_the_whole_running_batch(tmp_path) -> 
     requests over PP4 would run 4. The launch sets --pp-max-micro-batch-size to ceil(6 / 4) = 2; where pp_size
     divides the batch the engine's default already holds it and the flag is left out."""
     pp4 = {**TP4, "pp_size": 4}
-    argv = _argv(_deployment(tmp_path, pp4, "llama-3.1-70b", 16, 6, "sglang"))
+    argv = first_node_argv(launch_deployment(tmp_path, pp4, "llama-3.1-70b", 16, 6, "sglang"))
     assert (_value(argv, "--max-running-requests"), _value(argv, "--pp-max-micro-batch-size")) == ("6", "2")
-    assert _value(_argv(_deployment(tmp_path, pp4, "llama-3.1-70b", 16, 8, "sglang")),
+    assert _value(first_node_argv(launch_deployment(tmp_path, pp4, "llama-3.1-70b", 16, 8, "sglang")),
                   "--pp-max-micro-batch-size") is None
 
 
