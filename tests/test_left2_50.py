@@ -24,3 +24,29 @@ def test_a_disaggregated_tpot_floor_is_one_the_decode_pool_is_planned_at() -> No
     m = re.search(r"the lowest TPOT is ([\d,.]+) ms", err)
     assert code == 1 and m, err
     assert _run(*argv, "--tpot-ms", m.group(1).replace(",", ""))[0] == 0
+
+
+def test_fp8_e5m2_is_a_one_byte_kv_format_that_vllm_and_sglang_launch_by_that_name() -> None:
+    """vLLM 0.34.0 and SGLang 0.5.23 take --kv-cache-dtype fp8_e5m2 (a 1-byte cache: vllm/utils/torch_utils.py:49,
+    sglang/srt/mem_cache/kv_cache_dtype.py:60-66); --kv-dtype fp8_e5m2 was refused as an unknown format."""
+    for fw in ("vllm", "sglang"):
+        code, out = _run("solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "1", "--framework", fw,
+                         "--kv-dtype", "fp8_e5m2", "--format", "launch")
+        assert code == 0 and "--kv-cache-dtype fp8_e5m2" in out, out
+
+
+def test_an_engine_without_an_fp8_e5m2_spelling_refuses_it_rather_than_launching_e4m3() -> None:
+    code, out = _run("solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "1", "--framework", "trtllm",
+                     "--kv-dtype", "fp8_e5m2")
+    assert code == 2 and "trtllm has no spelling for it" in out, out
+
+
+def test_fp8_e5m2_is_priced_at_the_bytes_of_fp8() -> None:
+    from solver.specs.dtypes import kv_element_bytes
+
+    assert kv_element_bytes("fp8_e5m2") == kv_element_bytes("fp8") == 1
+
+
+def test_a_kv_only_format_is_refused_as_weights_naming_the_flag() -> None:
+    code, out = _run("solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "1", "--weight-dtype", "fp8_e5m2")
+    assert code == 2 and out.strip().startswith("error: --weight-dtype:") and "KV-cache format only" in out, out

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from solver.errors import InputError
 from solver.specs.dtypes import (KVFormat, NumberFormat, kv_element_bytes, kv_head_scale_bytes, number_format,
-                                 spelled_activation)
+                                 spelled_activation, weight_format)
 from solver.specs.model import ModelSpec
 
 if TYPE_CHECKING:  # `inspect` lists a model's formats without loading the devices
@@ -212,7 +212,7 @@ def resolve_precision(
     def check_user(name: str | None, flag: str) -> NumberFormat | None:
         if name is None:
             return None
-        fmt = number_format(name, flag)
+        fmt = weight_format(name, flag)
         if not runs_natively(hw, fmt):
             if runs_weight_only(hw, fmt):
                 # weight-only: stored in this format, dequantized in the GEMM kernel, computed at the activation
