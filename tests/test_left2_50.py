@@ -50,3 +50,17 @@ def test_fp8_e5m2_is_priced_at_the_bytes_of_fp8() -> None:
 def test_a_kv_only_format_is_refused_as_weights_naming_the_flag() -> None:
     code, out = _run("solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "1", "--weight-dtype", "fp8_e5m2")
     assert code == 2 and out.strip().startswith("error: --weight-dtype:") and "KV-cache format only" in out, out
+
+
+def test_estimate_under_an_engine_refuses_a_kv_format_its_command_cannot_ask_for_as_solve_does() -> None:
+    """SGLang 0.5.23 has no int8 KV cache: `solve --framework sglang --kv-dtype int8` refuses it (exit 2), and
+    `estimate` priced it (exit 0). Both now refuse it with one rule (entry.refuse_unlaunchable_kv)."""
+    common = ("qwen3-8b", "--hardware", "h100_sxm", "--cards", "1", "--framework", "sglang", "--kv-dtype", "int8")
+    solve_code, solve_err = _run("solve", *common)
+    est_code, est_err = _run("estimate", *common, "--batch", "8", "--seq-len", "4096", "--phase", "decode")
+    assert solve_code == est_code == 2 and "sglang has no spelling for it" in est_err, est_err
+    # without an engine (the generic profile) no command is asked of: the format is priced
+    generic = _run("estimate", *common[:-4], "--kv-dtype", "int8", "--batch", "8", "--seq-len", "4096",
+                   "--phase", "decode")
+    assert generic[0] == 0 and "kv_bytes 1" in generic[1], generic[1]
+
