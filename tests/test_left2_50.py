@@ -64,3 +64,57 @@ def test_estimate_under_an_engine_refuses_a_kv_format_its_command_cannot_ask_for
                    "--phase", "decode")
     assert generic[0] == 0 and "kv_bytes 1" in generic[1], generic[1]
 
+
+
+def _folder(tmp_path, quantization_config: dict | None = None, hf_quant: dict | None = None) -> str:
+    """Llama-3.1-8B's config with the given quantization_config (config.json) or ModelOpt hf_quant_config.json."""
+    import json
+    from pathlib import Path
+
+    cfg = json.loads((Path(__file__).resolve().parents[1] / "models" / "meta-llama--Meta-Llama-3.1-8B.json").read_text())
+    cfg.pop("quantization_config", None)
+    if quantization_config is not None:
+        cfg["quantization_config"] = quantization_config
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    if hf_quant is not None:
+        (tmp_path / "hf_quant_config.json").write_text(json.dumps({"producer": {"name": "modelopt"},
+                                                                    "quantization": hf_quant}))
+    return str(tmp_path)
+
+
+def _ct(kv_type: str) -> dict:
+    return {"quant_method": "compressed-tensors", "format": "float-quantized", "ignore": ["lm_head"],
+            "config_groups": {"group_0": {"targets": ["Linear"],
+                                          "weights": {"num_bits": 8, "type": "float", "strategy": "channel",
+                                                      "symmetric": True, "dynamic": False},
+                                          "input_activations": {"num_bits": 8, "type": "float",
+                                                                "strategy": "token", "symmetric": True,
+                                                                "dynamic": True}}},
+            "kv_cache_scheme": {"num_bits": 8, "type": kv_type, "strategy": "tensor", "symmetric": True,
+                                "dynamic": False}}
+
+
+def _estimate_json(folder: str, fw: str) -> str:
+    code, out = _run("estimate", folder, "--hardware", "h100_sxm", "--cards", "1", "--framework", fw, "--isl", "1024",
+                     "--osl", "128", "--concurrency", "8", "--format", "json")
+    assert code == 0, out
+    return out
+
+
+def test_a_compressed_tensors_int8_kv_scheme_is_not_what_kv_dtype_auto_runs(tmp_path) -> None:
+    """SGLang 0.5.23 ignores a kv_cache_scheme other than static per-tensor FP8 and keeps the 16-bit cache
+    (compressed_tensors.py:142-151, 213-224, 1276-1285); vLLM 0.34.0 loads only a float 8-bit one
+    (compressed_tensors.py:1103-1121): an int8 scheme was priced at 8 bits as what auto runs. An fp8 one still is."""
+    for kv_type, bytes_ in (("int", 2), ("float", 1)):
+        (tmp_path / kv_type).mkdir()
+        folder = _folder(tmp_path / kv_type, quantization_config=_ct(kv_type))
+        for fw in ("vllm", "sglang"):
+            assert f'"kv_bytes": {bytes_}' in _estimate_json(folder, fw), (kv_type, fw)
+
+
+def test_the_note_on_checkpoint_int8_kv_scales_does_not_send_the_user_to_kv_dtype_int8_to_use_them(tmp_path) -> None:
+    """vLLM's int8 KV cache computes its scales per token and KV head (kv_cache_interface.py:119; no checkpoint
+    scale is loaded), SGLang has no int8 cache: "pass --kv-dtype int8 to use them" was untrue."""
+    out = _estimate_json(_folder(tmp_path, hf_quant={"quant_algo": "FP8", "kv_cache_quant_algo": "INT8",
+                                                      "exclude_modules": ["lm_head"]}), "vllm")
+    assert "to use them" not in out and "which no engine's KV cache loads" in out, out
