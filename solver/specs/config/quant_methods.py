@@ -32,8 +32,8 @@ class Rules:
     kv_cache: str | None = None
     # the engines' KV-cache dtype "auto" takes kv_cache (the checkpoint's scheme, its scales loaded) rather than the
     # model dtype: ModelOpt's kv_cache_quant_algo and compressed-tensors' kv_cache_scheme, fp8 ones only
-    # (_MODELOPT_AUTO_KV, _CT_AUTO_KV; vLLM 0.34.0 (PyPI wheel) engine/arg_utils.py:2329-2332 + utils/torch_utils.py:463-530, model_executor/layers/attention/attention.py
-    # 296-312; SGLang 0.5.23 mem_cache/kv_cache_dtype.py:49-58 with compressed_tensors.py:142-151); Quark's
+    # (_MODELOPT_AUTO_KV, _CT_AUTO_KV; vLLM 0.34.0 (PyPI wheel) engine/arg_utils.py:2329-2332 +
+    # utils/torch_utils.py:463-530, model_executor/layers/attention/attention.py 296-312; SGLang 0.5.23 mem_cache/kv_cache_dtype.py:49-58 with compressed_tensors.py:142-151); Quark's
     # kv_cache_group is used only under an FP8 --kv-cache-dtype (vLLM's QuarkConfig resolves no auto dtype)
     kv_cache_auto: bool = False
     # the field each scheme is read from (compressed-tensors' config_groups.<name>.targets), where a method holds
