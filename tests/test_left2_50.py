@@ -118,3 +118,20 @@ def test_the_note_on_checkpoint_int8_kv_scales_does_not_send_the_user_to_kv_dtyp
     out = _estimate_json(_folder(tmp_path, hf_quant={"quant_algo": "FP8", "kv_cache_quant_algo": "INT8",
                                                       "exclude_modules": ["lm_head"]}), "vllm")
     assert "to use them" not in out and "which no engine's KV cache loads" in out, out
+
+
+def _check(command: str, *extra: str) -> tuple[int, str]:
+    return _run("check", "--command", command, "--hardware", "h100_sxm", "--cards", "1", "--framework", "sglang",
+                "--concurrency", "8", "--isl", "1024", "--osl", "128", *extra)
+
+
+def test_sglang_ngram_without_a_depth_runs_the_depth_sglang_derives_from_its_tree() -> None:
+    """SGLang 0.5.23 sets num_steps = draft tokens // the max BFS breadth where the command leaves it out
+    (arg_groups/speculative_hook.py:1309-1313, 1324-1330): NGRAM without --speculative-num-steps was refused,
+    asking for --mtp. 16 draft tokens over a breadth of 4 run depth 4; the defaults (12 // 10) depth 1."""
+    ngram = "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --speculative-algorithm NGRAM"
+    code, out = _check(ngram + " --speculative-num-draft-tokens 16 --speculative-ngram-max-bfs-breadth 4",
+                       "--mtp-accept", "0.5")
+    assert code == 0 and "accepting as a chain of depth 4" in out and "not read" not in out, out
+    code, out = _check(ngram, "--mtp-accept", "0.5")
+    assert code == 0 and "accepting as a chain of depth 1" in out, out

@@ -112,6 +112,18 @@ class KVBlocks(BaseModel):
 DRAFT_KINDS = ("next_n", "lookup", "draft_model")
 
 
+class LookupBreadth(BaseModel):
+    """Where a command turns a lookup draft on without its depth, the depth the engine derives: the tokens verified
+    a sequence (LookupVerify) over the tree's breadth, this flag's value (its default where the command leaves it
+    out), rounded down (SGLang NGRAM: --speculative-num-draft-tokens // --speculative-ngram-max-bfs-breadth)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    flag: str = Field(pattern=r"^--", description="the launch flag whose value is the tree's breadth")
+    default: int = Field(gt=0, description="the engine's breadth where the command does not set the flag")
+    source: str = Field(min_length=1, description="the engine source file:line")
+
+
 class LookupVerify(BaseModel):
     """The tokens a lookup draft's verify step runs a sequence where the engine verifies a tree of them (its nodes,
     the last accepted token among them), not a chain of 1 + depth: the command's flag giving them, the engine's
@@ -122,6 +134,8 @@ class LookupVerify(BaseModel):
     flag: str = Field(pattern=r"^--", description="the launch flag whose value is the tokens verified a sequence")
     default: int = Field(gt=0, description="the engine's value where the command does not set the flag")
     source: str = Field(min_length=1, description="the engine source file:line")
+    depth_breadth: LookupBreadth | None = Field(None, description="where the command sets no depth, the depth the "
+                                                "engine derives from the tree (None: it picks none: --mtp is asked)")
 
 
 class DraftMethods(BaseModel):
