@@ -135,3 +135,33 @@ def test_sglang_ngram_without_a_depth_runs_the_depth_sglang_derives_from_its_tre
     assert code == 0 and "accepting as a chain of depth 4" in out and "not read" not in out, out
     code, out = _check(ngram, "--mtp-accept", "0.5")
     assert code == 0 and "accepting as a chain of depth 1" in out, out
+
+
+def _stage_towers(fw_name: str, model_file: str) -> list[float]:
+    """The vision tower's bytes on each stage of a PP 2 x TP 2 layout under `fw_name`'s profile."""
+    from solver.estimate.memory import stage_memory
+    from solver.estimate.memory_options import framework_options
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.parallel import ParallelConfig
+    from solver.specs.precision import resolve_precision
+
+    model, hw = load_model(f"models/{model_file}"), load_hardware("h100_sxm")
+    pc = ParallelConfig(world_size=4, attn_tp_size=2, embed_tp_size=2, lmhead_tp_size=2, pp_size=2,
+                        **({"moe_tp_size": 2} if model.is_moe else {"dense_tp_size": 2}))
+    opts = framework_options(load_framework(fw_name), hw=hw)
+    reports = stage_memory(model, hw, pc, resolve_precision(model, hw, None, None, None), 8, 2048, opts)
+    return [r.weights_bytes.get("vision", 0.0) for r in reports]
+
+
+def test_under_pp_a_tower_the_engine_builds_on_the_first_stage_only_is_held_there_only() -> None:
+    """vLLM 0.34.0 makes every tower marked by _mark_tower_model a StageMissingLayer past the first stage
+    (model_executor/models/interfaces.py:358-394); SGLang 0.5.23's gemma4 builds its towers on the first rank only
+    (gemma4_mm.py:199-205), its Qwen3-VL on every stage. Every stage held the tower."""
+    first, later = _stage_towers("vllm", "Qwen--Qwen3-VL-30B-A3B-Instruct.json")
+    assert first > 0 and later == 0
+    first, later = _stage_towers("sglang", "Qwen--Qwen3-VL-30B-A3B-Instruct.json")
+    assert first == later > 0
+    first, later = _stage_towers("sglang", "google--gemma-4-31B-it.json")
+    assert first > 0 and later == 0

@@ -372,6 +372,11 @@ class FrameworkProfile(BaseModel):
         "over the towers' Column/RowParallelLinear; SGLang's towers over attn_tp unless --mm-enable-dp-encoder): a "
         "rank holds 1 / (its attention TP group) of the tower; any other wrapper's tower (one the engine builds of "
         "plain linears, or not read) whole on every rank, the seed's")
+    pp_tower_first_stage_model_types: tuple[str, ...] = Field(
+        (), strict=False, description="the multimodal wrappers (config.json's top-level model_type) whose vision / "
+        "audio tower it builds on the first pipeline stage only, where the tower's output is consumed (vLLM's "
+        "_mark_tower_model: a StageMissingLayer on the later stages; SGLang's gemma4): the later stages hold none "
+        "(estimate.pipeline.held_absent); any other wrapper's tower on every stage")
     kv_handoff_over_nics: bool = Field(
         False, description="its disaggregated KV hand-off runs over the RDMA NICs whatever the pools span (SGLang's "
         "mooncake transfer engine: protocol rdma unless SGLANG_MOONCAKE_CUSTOM_MEM_POOL opts into NVLink), so it is "
@@ -741,6 +746,8 @@ class FrameworkProfile(BaseModel):
             out["kv_blocks"] = self.kv_blocks  # type: ignore[assignment]
         if self.encoder_split_model_types:
             out["encoder_split_model_types"] = self.encoder_split_model_types  # type: ignore[assignment]
+        if self.pp_tower_first_stage_model_types:
+            out["pp_tower_first_stage_model_types"] = self.pp_tower_first_stage_model_types  # type: ignore[assignment]
         out.update(self.serving_factors(vendor))
         return out
 
