@@ -420,6 +420,7 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     fw.check_vendor(hw.name, hw.vendor, given_as.get("framework") or at("framework"))
     fw.check_model(spec, given_as.get("framework") or at("framework"), hw.vendor)
     dep.check_derived(world, origin or "parallel_config", fw.replica_knobs)  # attn_dp_size may be the engine's DP
+    spec = spec.towers_as(dep.towers)  # the towers as the command runs them (whole, or none loaded)
     if dep.draft == "lookup":  # the drafts are looked up, not drafted: the target alone verifies 1 + mtp tokens
         spec = spec.without_next_n()
     else:

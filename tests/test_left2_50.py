@@ -165,3 +165,33 @@ def test_under_pp_a_tower_the_engine_builds_on_the_first_stage_only_is_held_ther
     assert first == later > 0
     first, later = _stage_towers("sglang", "google--gemma-4-31B-it.json")
     assert first > 0 and later == 0
+
+
+def _params_per_card(extra: str) -> tuple[float, str]:
+    code, out = _run("check", "--command", f"vllm serve Qwen/Qwen3-VL-30B-A3B-Instruct -tp 2 {extra}", "--hardware",
+                     "h100_sxm", "--cards", "2", "--framework", "vllm", "--concurrency", "8", "--isl", "1024",
+                     "--osl", "128")
+    m = re.search(r"params_per_card_gb=([\d.]+)", out)
+    assert code == 0 and m, out
+    return float(m.group(1)), out
+
+
+def test_a_pasted_mm_encoder_tp_mode_data_prices_the_tower_whole_on_each_rank() -> None:
+    """vLLM 0.34.0 --mm-encoder-tp-mode data hosts the full tower on every TP rank (config/multimodal.py:384-396):
+    Qwen3-VL-30B-A3B on TP 2 holds 1.08 GB of tower a rank, not the 0.539 of the default split. It was named
+    "not read" and priced split."""
+    split, _ = _params_per_card("")
+    whole, out = _params_per_card("--mm-encoder-tp-mode data")
+    assert abs((whole - split) - 0.539) < 0.01 and "not read" not in out, out
+
+
+def test_a_pasted_flag_that_loads_no_tower_prices_none() -> None:
+    """vLLM 0.34.0 --language-model-only, or every limit of the tower's modalities 0, makes the towers
+    StageMissingLayers (config/multimodal.py:699-711, model_executor/models/interfaces.py:377-394): no tower
+    weights. A limit left for one modality keeps the tower."""
+    split, _ = _params_per_card("")
+    for flags in ("--language-model-only", """--limit-mm-per-prompt '{"image": 0, "video": {"count": 0}}'"""):
+        none, out = _params_per_card(flags)
+        assert abs((split - none) - 0.539) < 0.01 and "not read" not in out, out
+    kept, _ = _params_per_card("""--limit-mm-per-prompt '{"image": 0}'""")
+    assert kept == split

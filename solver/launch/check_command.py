@@ -217,12 +217,51 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
     workload = (WorkloadSpec(isl=isl, osl=osl, concurrency=concurrency) if phase is None else
                 WorkloadSpec(phase="decode", batch=concurrency, isl=isl, osl=osl) if phase == "decode" else
                 WorkloadSpec(phase="prefill", batch=concurrency, seq_len=isl))
+    # the towers as the command places them: replicated whole on every rank, or not loaded
+    towers = command_towers(fw, r.given)
+    flags = {tf.flag for tf in fw.tower_flags}
+    r.not_read = [n for n in r.not_read if n not in flags]  # read: they place the towers (or leave them be)
+    if towers is not None:
+        if load_model(r.model).encoders:
+            r.notes.append(f"{towers[1]}: the model's {'/'.join(e.name for e in load_model(r.model).encoders)} "
+                           "tower " + ("is not loaded: priced without it" if towers[0] == "none" else
+                                       "is held whole on every rank (replicated, not split over TP)"))
     dep = Deployment(model=r.model, hardware=hardware, framework=r.framework, world_size=r.world,
                      parallel_config=r.parallel_config, mtp=depth, mtp_accept=mtp_accept,
+                     towers=towers[0] if towers is not None else "engine",
                      draft="lookup" if lookup else "next_n", verify_tokens=verify,
                      quant=QuantSpecIn(weights=weight_dtype, moe_weights=moe_weight_dtype, kv_cache=kv_dtype),
                      workload=workload)
     return r, dep
+
+
+def command_towers(fw: Any, given: dict) -> tuple[str, str] | None:
+    """(how the command places the vision / audio towers, "whole" or "none", and the arguments that say so, as
+    written) where it gives a tower flag of the profile (FrameworkProfile.tower_flags) that sets it; a tower not
+    loaded beats one replicated; None: the engine's layout."""
+    import json
+
+    found: dict[str, str] = {}
+    for tf in fw.tower_flags:
+        value = given.get(("flag", tf.flag))
+        if value is None or tf.towers in found:
+            continue
+        if tf.zero_limits:
+            try:
+                limits = json.loads(value)
+            except ValueError:
+                continue  # not JSON: the engine refuses it, not a placement to price
+            counts = [limits.get(m, {}).get("count") if isinstance(limits.get(m), dict) else limits.get(m)
+                      for m in tf.zero_limits] if isinstance(limits, dict) else []
+            if not counts or any(c != 0 for c in counts):
+                continue
+        elif tf.value is not None and value != tf.value:
+            continue
+        elif tf.value is None and value.lower() in ("false", "0"):
+            continue
+        found[tf.towers] = f"{tf.flag}{'' if tf.value is None and not tf.zero_limits else f' {value}'}"
+    mode = "none" if "none" in found else "whole" if "whole" in found else None
+    return (mode, found[mode]) if mode else None
 
 
 def lookup_depth(fw: Any, given: dict) -> tuple[int, str] | None:

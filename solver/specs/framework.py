@@ -138,6 +138,20 @@ class LookupVerify(BaseModel):
                                                 "engine derives from the tree (None: it picks none: --mtp is asked)")
 
 
+class TowerFlag(BaseModel):
+    """A command argument that places the vision / audio towers otherwise than the engine's layout
+    (encoder_split_model_types): replicated whole on every rank, or not loaded at all."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    flag: str = Field(pattern=r"^--", description="the engine's flag")
+    value: str | None = Field(None, description="the value that sets it (None: the flag given as a switch)")
+    zero_limits: list[str] = Field(default_factory=list, description="the flag takes a JSON of per-modality limits "
+                                   "(a count, or {count: N}): it sets `towers` where these modalities are all 0")
+    towers: Literal["whole", "none"] = Field(description="whole: replicated on every rank; none: not loaded")
+    source: str = Field(min_length=1, description="the engine source file:line")
+
+
 class DraftMethods(BaseModel):
     """The speculative methods the engine's command may name, by what one draft step runs: `next_n` the model's
     own MTP layers (priced as --mtp N), `lookup` no draft forward (the drafts are found in the request's tokens),
@@ -372,6 +386,9 @@ class FrameworkProfile(BaseModel):
         "over the towers' Column/RowParallelLinear; SGLang's towers over attn_tp unless --mm-enable-dp-encoder): a "
         "rank holds 1 / (its attention TP group) of the tower; any other wrapper's tower (one the engine builds of "
         "plain linears, or not read) whole on every rank, the seed's")
+    tower_flags: list[TowerFlag] = Field(
+        default_factory=list, description="command arguments that place the vision / audio towers otherwise than "
+        "encoder_split_model_types (check --command reads them; a tower not loaded beats one replicated)")
     pp_tower_first_stage_model_types: tuple[str, ...] = Field(
         (), strict=False, description="the multimodal wrappers (config.json's top-level model_type) whose vision / "
         "audio tower it builds on the first pipeline stage only, where the tower's output is consumed (vLLM's "
