@@ -215,6 +215,7 @@ def estimate_config(model: str, hardware: str, cards: int, knobs: dict[str, Any]
     from solver.estimate.compute import factors_for
     from solver.estimate.serving import estimate
     from solver.estimate.workload import one_token_note, prefix_hit_note
+    from solver.entry import refuse_unlaunchable_kv
     from solver.rank.review import hardware_placement
     from solver.space.placement import as_launched, placement_note
     from solver.specs.framework import load_framework
@@ -236,6 +237,9 @@ def estimate_config(model: str, hardware: str, cards: int, knobs: dict[str, Any]
                   wl.kind, wl.sequences, wl.mtp, _afd_flag)
     pc = parallel_from_options(cards // 2 if afd else cards, knobs)  # AFD: each half's config
     hw = as_launched(load_hardware(hardware), fw, cards)  # the nodes as the engine's launch uses them
+    # a KV format the engine's command cannot ask for is refused here as solve refuses it (one rule): an estimate
+    # under an engine's profile prices what that engine runs
+    refuse_unlaunchable_kv(fw, kv_dtype, model=spec, hw=hw)
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     check_mtp(spec, wl.mtp)
     notes = [*input_notes(spec, hw, prec, max_len=wl.context_len, fw=fw),
@@ -416,6 +420,7 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     fw.check_vendor(hw.name, hw.vendor, given_as.get("framework") or at("framework"))
     fw.check_model(spec, given_as.get("framework") or at("framework"), hw.vendor)
     dep.check_derived(world, origin or "parallel_config", fw.replica_knobs)  # attn_dp_size may be the engine's DP
+    spec = spec.towers_as(dep.towers)  # the towers as the command runs them (whole, or none loaded)
     if dep.draft == "lookup":  # the drafts are looked up, not drafted: the target alone verifies 1 + mtp tokens
         spec = spec.without_next_n()
     else:

@@ -76,6 +76,9 @@ class Factors:
     # the framework's tower layout (FrameworkProfile.encoder_split_model_types): the wrappers whose vision / audio
     # tower it splits over the attention TP group; the memory model reads it from MemoryOptions
     encoder_split_model_types: tuple[str, ...] = ()
+    # the framework's towers under PP (FrameworkProfile.pp_tower_first_stage_model_types): the wrappers whose tower
+    # it builds on the first stage only; the memory model reads it from MemoryOptions
+    pp_tower_first_stage_model_types: tuple[str, ...] = ()
     # the framework's PP hand-off (FrameworkProfile.pp_handoff_residual, pp_handoff_hidden_only): the residual
     # beside the hidden state, except for these model types (estimate.pipeline.handoff_width)
     pp_handoff_residual: bool = False
@@ -217,5 +220,6 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         hybrid_state=s.get("hybrid_state"),  # type: ignore[arg-type]
         kv_blocks=s.get("kv_blocks"),  # type: ignore[arg-type]
         encoder_split_model_types=tuple(s.get("encoder_split_model_types", ())),  # type: ignore[arg-type]
+        pp_tower_first_stage_model_types=tuple(s.get("pp_tower_first_stage_model_types", ())),  # type: ignore[arg-type]
         device_flags=true_device_flags(hw),
     )

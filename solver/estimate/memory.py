@@ -157,7 +157,8 @@ def stage_memory(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Preci
     own_table = opts is not None and opts.pp_drafter_own_embedding
     for st in stages(model, pc.pp_size):
         r = memory_per_rank(st.model, hw, pc.stage(), prec, batch, seq_len, opts, mtp_layers if st.last else 0)
-        absent = held_absent(st, (mtp_layers or 0) if st.last else 0, own_table)
+        absent = held_absent(st, (mtp_layers or 0) if st.last else 0, own_table,
+                             opts.pp_tower_first_stage_model_types if opts is not None else ())
         weights = {k: v for k, v in r.weights_bytes.items() if k not in absent}
         notes = r.notes + (f"pipeline stage {st.index} of {pc.pp_size}: {len(st.model.layers)} layers",)
         out.append(replace(r, weights_bytes=weights, notes=notes, stage=st.index))

@@ -89,6 +89,9 @@ class MemoryOptions:
     # the engine's tower layout (FrameworkProfile.encoder_split_model_types): the wrappers whose vision / audio
     # tower splits over the attention TP group (weights.split_degree); any other's whole on every rank
     encoder_split_model_types: tuple[str, ...] = ()
+    # the engine's towers under PP (FrameworkProfile.pp_tower_first_stage_model_types): the wrappers whose tower
+    # only the first stage holds (estimate.pipeline.held_absent)
+    pp_tower_first_stage_model_types: tuple[str, ...] = ()
     # the engine's EP kernels, their condition and the buffers they allocate (FrameworkProfile.ep_kernels), read
     # by buffers.a2a_buffer_bytes
     ep_kernels: EpKernels | None = None
@@ -130,7 +133,7 @@ MEMORY_LAYOUT = ("kvp_splits_attention_weights", "cp_replicates_kv_cache", "inde
                  "cp_decode_shards_kv", "zero_expert_picks_computed", "pp_drafter_own_embedding")
 # the engine's amounts a memory estimate reads, the same way (None where the engine sets none)
 MEMORY_AMOUNTS = ("indexer_logits_max_bytes", "indexer_decode_logits_bound", "hybrid_state", "kv_blocks",
-                  "ep_kernels", "encoder_split_model_types")
+                  "ep_kernels", "encoder_split_model_types", "pp_tower_first_stage_model_types")
 
 
 def engine_options(opts: MemoryOptions | None, f: Factors) -> MemoryOptions:

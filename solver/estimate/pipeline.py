@@ -74,13 +74,19 @@ def stages(model: ModelSpec, pp: int) -> tuple[Stage, ...]:
 _ORIGIN: dict[int, tuple[ModelSpec, ModelSpec, int]] = {}
 
 
-def held_absent(st: Stage, mtp_layers: int, drafter_own_embedding: bool) -> frozenset[str]:
+def held_absent(st: Stage, mtp_layers: int, drafter_own_embedding: bool,
+                tower_first_stage: tuple[str, ...] = ()) -> frozenset[str]:
     """The modules outside the layer stack a stage's ranks do not hold in memory: Stage.absent_modules, less the
     embedding on the last stage where MTP is on and the engine's drafter loads its own table there
-    (FrameworkProfile.pp_drafter_own_embedding: vLLM shares the target's only without PP)."""
+    (FrameworkProfile.pp_drafter_own_embedding: vLLM shares the target's only without PP), plus, past the first
+    stage, the towers whose wrapper the engine builds on the first stage only (`tower_first_stage`:
+    FrameworkProfile.pp_tower_first_stage_model_types)."""
+    out = st.absent_modules
     if drafter_own_embedding and st.last and mtp_layers > 0 and st.model.mtp_modules:
-        return st.absent_modules - {"embedding"}
-    return st.absent_modules
+        out = out - {"embedding"}
+    if not st.first:
+        out = out | {e.name for e in st.model.encoders if e.wrapper in tower_first_stage}
+    return out
 
 
 def stage_origin(model: ModelSpec) -> tuple[ModelSpec, int] | None:

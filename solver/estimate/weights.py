@@ -32,7 +32,7 @@ def split_degree(knob: str | None, pc: ParallelConfig, opts: MemoryOptions, mode
         # the split, and whole is the count that cannot hide an OOM)
         group = pc.attn_tp_group(opts.kvp_splits_attention_weights)
         towers = model.encoders if model is not None else ()
-        split = any(e.wrapper in opts.encoder_split_model_types for e in towers) and \
+        split = any(e.wrapper in opts.encoder_split_model_types and not e.replicated for e in towers) and \
             all(not e.heads or e.heads % group == 0 for e in towers)
         return group if split else 1
     return getattr(pc, knob)

@@ -148,17 +148,23 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
     fw = load_framework(r.framework)
     spells = any(spells_depth(a) for a in fw.launch.args) if fw.launch else False
     unread = mtp_unread(fw, r)
-    if unread and mtp is None:
-        raise InputError("--mtp", f"missing: {unread}, so the engine picks a depth of its own or refuses it; give "
-                                  "--mtp N (the depth it runs) or the depth in the command")
-    own = r.mtp if r.mtp is not None else 0 if spells and not unread else None
-    if mtp is not None and own is not None and mtp != own:
-        raise InputError("--mtp", f"{mtp}, while the command runs MTP depth {own}"
-                                  f"{'' if r.mtp else ' (it sets no draft tokens)'}: leave --mtp out to check the "
-                                  "command's depth, or change the command")
-    depth = mtp if mtp is not None else r.mtp or 0
     # the method the command names, priced as it runs: a lookup drafts with no forward and has no default acceptance
     draft = command_draft(fw, r.given)
+    # a lookup whose engine derives the depth from its tree where the command leaves it out: read as it derives it
+    derived = lookup_depth(fw, r.given) if unread and draft is not None and draft.kind == "lookup" else None
+    if unread and mtp is None and derived is None:
+        raise InputError("--mtp", f"missing: {unread}, so the engine picks a depth of its own or refuses it; give "
+                                  "--mtp N (the depth it runs) or the depth in the command")
+    if derived is not None:
+        breadth_flag = fw.draft_methods.lookup_verify.depth_breadth.flag  # type: ignore[union-attr]
+        r.not_read = [n for n in r.not_read if n != breadth_flag]  # read: it gives the depth
+        r.notes.append(f"{unread.split(' but ')[0]}: the engine derives the depth from the tree, {derived[1]}")  # type: ignore[union-attr]
+    own = r.mtp if r.mtp is not None else derived[0] if derived else 0 if spells and not unread else None
+    if mtp is not None and own is not None and mtp != own:
+        raise InputError("--mtp", f"{mtp}, while the command runs MTP depth {own}"
+                                  f"{'' if r.mtp or derived else ' (it sets no draft tokens)'}: leave --mtp out to "
+                                  "check the command's depth, or change the command")
+    depth = mtp if mtp is not None else r.mtp or (derived[0] if derived else 0)
     skip = frozenset({method_slot(fw)}) if draft is not None else frozenset()
     lookup = draft is not None and draft.kind == "lookup" and depth > 0
     if lookup and mtp_accept is None:
@@ -211,12 +217,73 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
     workload = (WorkloadSpec(isl=isl, osl=osl, concurrency=concurrency) if phase is None else
                 WorkloadSpec(phase="decode", batch=concurrency, isl=isl, osl=osl) if phase == "decode" else
                 WorkloadSpec(phase="prefill", batch=concurrency, seq_len=isl))
+    # the towers as the command places them: replicated whole on every rank, or not loaded
+    towers = command_towers(fw, r.given)
+    flags = {tf.flag for tf in fw.tower_flags}
+    r.not_read = [n for n in r.not_read if n not in flags]  # read: they place the towers (or leave them be)
+    if towers is not None:
+        if load_model(r.model).encoders:
+            r.notes.append(f"{towers[1]}: the model's {'/'.join(e.name for e in load_model(r.model).encoders)} "
+                           "tower " + ("is not loaded: priced without it" if towers[0] == "none" else
+                                       "is held whole on every rank (replicated, not split over TP)"))
     dep = Deployment(model=r.model, hardware=hardware, framework=r.framework, world_size=r.world,
                      parallel_config=r.parallel_config, mtp=depth, mtp_accept=mtp_accept,
+                     towers=towers[0] if towers is not None else "engine",
                      draft="lookup" if lookup else "next_n", verify_tokens=verify,
                      quant=QuantSpecIn(weights=weight_dtype, moe_weights=moe_weight_dtype, kv_cache=kv_dtype),
                      workload=workload)
     return r, dep
+
+
+def command_towers(fw: Any, given: dict) -> tuple[str, str] | None:
+    """(how the command places the vision / audio towers, "whole" or "none", and the arguments that say so, as
+    written) where it gives a tower flag of the profile (FrameworkProfile.tower_flags) that sets it; a tower not
+    loaded beats one replicated; None: the engine's layout."""
+    import json
+
+    found: dict[str, str] = {}
+    for tf in fw.tower_flags:
+        value = given.get(("flag", tf.flag))
+        if value is None or tf.towers in found:
+            continue
+        if tf.zero_limits:
+            try:
+                limits = json.loads(value)
+            except ValueError:
+                continue  # not JSON: the engine refuses it, not a placement to price
+            counts = [limits.get(m, {}).get("count") if isinstance(limits.get(m), dict) else limits.get(m)
+                      for m in tf.zero_limits] if isinstance(limits, dict) else []
+            if not counts or any(c != 0 for c in counts):
+                continue
+        elif tf.value is not None and value != tf.value:
+            continue
+        elif tf.value is None and value.lower() in ("false", "0"):
+            continue
+        found[tf.towers] = f"{tf.flag}{'' if tf.value is None and not tf.zero_limits else f' {value}'}"
+    mode = "none" if "none" in found else "whole" if "whole" in found else None
+    return (mode, found[mode]) if mode else None
+
+
+def lookup_depth(fw: Any, given: dict) -> tuple[int, str] | None:
+    """(the depth a lookup draft runs where the command sets none and the engine derives it from its tree: the
+    tokens verified a sequence over the tree's breadth, rounded down (LookupVerify.depth_breadth); how, said),
+    or None where the engine derives none."""
+    tree = fw.draft_methods.lookup_verify if fw.draft_methods is not None else None
+    if tree is None or tree.depth_breadth is None:
+        return None
+    tokens = lookup_verify_tokens(fw, given)
+    by = tree.depth_breadth
+    value = given.get(("flag", by.flag))
+    try:
+        breadth = by.default if value is None else int(value)
+    except ValueError:
+        raise InputError("--command", f"{by.flag} {value}: not a whole number") from None
+    if breadth < 1:
+        raise InputError("--command", f"{by.flag} {breadth}: the tree's breadth must be at least 1")
+    def said(flag: str, v: int) -> str:
+        return f"{flag} {v}" + ("" if ("flag", flag) in given else " (the engine's default)")
+    depth = (tokens or tree.default) // breadth  # tokens: the tree's, set (lookup_verify_tokens)
+    return depth, f"{said(tree.flag, tokens or tree.default)} // {said(by.flag, breadth)} = {depth}"
 
 
 def lookup_verify_tokens(fw: Any, given: dict) -> int | None:

@@ -241,17 +241,16 @@ def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> Remedy | 
     estimates: dict[int, DisaggEstimate] = {}  # pair index -> its full estimate (each evaluated once)
     lows: dict[str, str] = {}  # the SLA's flag -> its lowest figure, as quoted
     for b in slas:
-        attr = SLA_FLAGS[b].figure
         order = ttft_order if b == "SLA.ttft" else (lambda t: (t.d.estimate.tpot_s, t.conc))
         fitting = []
         for i in sorted(range(len(pairs)), key=lambda i: order(pairs[i]))[:MAX_EVALUATED]:
             if i not in estimates:
                 estimates[i] = job.evaluate(relaxed, pairs[i]).estimate
             if not sla_misses(estimates[i], relaxed):  # fits memory and meets the SLAs kept
-                fitting.append(estimates[i])
+                fitting.append(_floor_figure(b, estimates[i], pairs[i]))
         if fitting:
             # rounded up: the figure is the cap to pass (--tpot-ms 15.9 misses a lowest TPOT of 15.94 ms)
-            lows[b] = three_figures(min(getattr(e, attr) for e in fitting) * 1e3, up=True)
+            lows[b] = three_figures(min(fitting) * 1e3, up=True)
     if not lows:  # no deployment evaluated fits with the SLAs set aside: relaxing them is no remedy alone
         return None
     aside = "them" if len(slas) > 1 else "it"
@@ -262,6 +261,15 @@ def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> Remedy | 
                   f"{_at_fixed(job)} {shown}",
                   tuple(Change(SLA_FLAGS[b].flag, float(lows[b].replace(",", "")) if b == first else None)
                         for b in slas))
+
+
+def _floor_figure(sla: str, e: DisaggEstimate, t: _Pair) -> float:
+    """The value of `sla`'s figure a rerun must allow for pair `t` to be planned, seconds: its full estimate's,
+    and for TPOT no less than its decode point's own estimate, which the decode pool is planned against (at the
+    point's batch bucket, above the share of the load each worker runs): a decode point whose bucket misses the
+    cap is not planned, so its pair serves the load only from that figure."""
+    figure = getattr(e, SLA_FLAGS[sla].figure)
+    return max(figure, t.d.estimate.tpot_s) if sla == "SLA.tpot" else figure
 
 
 def _memory_remedies(job: "_Job", scenario: Scenario, smallest: dict[str, int | None], missing: list[str]

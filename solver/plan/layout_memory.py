@@ -105,7 +105,8 @@ class LayoutMemory:
         model = self.model if st is None else st.model
         params = count_params(model)
         mtp = self.mtp_layers if st is None or st.last else 0
-        absent = frozenset() if st is None else held_absent(st, mtp or 0, self.mem_opts.pp_drafter_own_embedding)
+        absent = frozenset() if st is None else held_absent(st, mtp or 0, self.mem_opts.pp_drafter_own_embedding,
+                                                            self.mem_opts.pp_tower_first_stage_model_types)
         seq_len, opts = self.scenario.max_seq_len, self.mem_opts
         kept = self.moe_in(key)
         if opts.token_budget != self.view_budget(key):

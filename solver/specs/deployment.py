@@ -146,6 +146,10 @@ class Deployment(BaseModel):
     verify_tokens: int | None = Field(None, gt=0, le=MAX_TOKENS,
                                       description="tokens the target verifies a sequence each decode step where a "
                                       "lookup draft is a tree of them (SGLang NGRAM's draft tokens); None: 1 + mtp")
+    towers: Literal["engine", "whole", "none"] = Field("engine", description="the vision / audio towers as the "
+                                                       "command runs them: engine, the profile's layout; whole, "
+                                                       "replicated on every rank; none, not loaded "
+                                                       "(FrameworkProfile.tower_flags)")
     enable_online_split_weight: bool | None = None
     afd: bool = Field(False, description="attention-FFN disaggregation: half the ranks attention, half FFN")
     previous_parallel_config: dict[str, StrictInt] | None = None

@@ -50,8 +50,15 @@ FORMATS: dict[str, NumberFormat] = {
         # NVFP4: 16-element blocks with an fp8 scale (+ a per-tensor fp32 scale, negligible)
         NumberFormat("nvfp4", 4, 1 / 16, "fp4"),
         NumberFormat("fp4", 4, 1 / 16, "fp4"),
+        # FP8 with a 5-bit exponent: a KV-cache format only (KV_ONLY), one byte a value as fp8 (e4m3) is; vLLM 0.34.0
+        # caches it in a uint8 tensor (utils/torch_utils.py:49), SGLang 0.5.23 in torch.float8_e5m2
+        # (srt/mem_cache/kv_cache_dtype.py:60-66). Its own name, not fp8's alias: an engine without the spelling
+        # must refuse it, not launch e4m3 (LaunchArg.spelling)
+        NumberFormat("fp8_e5m2", 8, 0.0, "fp8"),
     )
 }
+# the formats the engines cache K and V in but load no weights in
+KV_ONLY = ("fp8_e5m2",)
 
 # Scaled formats a quantized checkpoint names beyond the table above, spelled `<element>_<layout>[_s<bytes>]`:
 #   t         one scale per tensor (negligible)
@@ -101,7 +108,7 @@ def canonical_format(name: str) -> str:
 
 
 # KV cache formats: their element bytes, and (KV_HEAD_SCALE_BYTES) the scales a format packs per token and KV head.
-KV_FORMATS = ("bf16", "fp16", "fp8", "int8")
+KV_FORMATS = ("bf16", "fp16", "fp8", "fp8_e5m2", "int8")
 # Scale bytes a format stores beside K and V per token and KV head: int8 (vLLM 0.34.0's int8_per_token_head, the only
 # engine spelling of it) packs one fp32 for the head's K and one for its V inline after the data
 # (v1/attention/backends/triton_attn.py:309-319: content = (head_size + head_size_v) x 1 B + 2 x 4 B). fp8 KV is
@@ -182,6 +189,15 @@ def number_format(name: str, field: str = "dtype") -> NumberFormat:
             return scaled
         raise InputError(field, f"unknown number format {name!r}; known: {', '.join(FORMATS)}")
     return FORMATS[key]
+
+
+def weight_format(name: str, field: str) -> NumberFormat:
+    """number_format for a weight format: a KV-only format (KV_ONLY) is refused, naming the field."""
+    fmt = number_format(name, field)
+    if fmt.name in KV_ONLY:
+        raise InputError(field, f"{name!r} is a KV-cache format only (pass it as --kv-dtype); weight formats: "
+                                f"{', '.join(f for f in FORMATS if f not in KV_ONLY)}")
+    return fmt
 
 
 def kv_element_bytes(name: str, field: str = "kv_dtype") -> int:

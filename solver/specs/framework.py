@@ -112,6 +112,18 @@ class KVBlocks(BaseModel):
 DRAFT_KINDS = ("next_n", "lookup", "draft_model")
 
 
+class LookupBreadth(BaseModel):
+    """Where a command turns a lookup draft on without its depth, the depth the engine derives: the tokens verified
+    a sequence (LookupVerify) over the tree's breadth, this flag's value (its default where the command leaves it
+    out), rounded down (SGLang NGRAM: --speculative-num-draft-tokens // --speculative-ngram-max-bfs-breadth)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    flag: str = Field(pattern=r"^--", description="the launch flag whose value is the tree's breadth")
+    default: int = Field(gt=0, description="the engine's breadth where the command does not set the flag")
+    source: str = Field(min_length=1, description="the engine source file:line")
+
+
 class LookupVerify(BaseModel):
     """The tokens a lookup draft's verify step runs a sequence where the engine verifies a tree of them (its nodes,
     the last accepted token among them), not a chain of 1 + depth: the command's flag giving them, the engine's
@@ -121,6 +133,22 @@ class LookupVerify(BaseModel):
 
     flag: str = Field(pattern=r"^--", description="the launch flag whose value is the tokens verified a sequence")
     default: int = Field(gt=0, description="the engine's value where the command does not set the flag")
+    source: str = Field(min_length=1, description="the engine source file:line")
+    depth_breadth: LookupBreadth | None = Field(None, description="where the command sets no depth, the depth the "
+                                                "engine derives from the tree (None: it picks none: --mtp is asked)")
+
+
+class TowerFlag(BaseModel):
+    """A command argument that places the vision / audio towers otherwise than the engine's layout
+    (encoder_split_model_types): replicated whole on every rank, or not loaded at all."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    flag: str = Field(pattern=r"^--", description="the engine's flag")
+    value: str | None = Field(None, description="the value that sets it (None: the flag given as a switch)")
+    zero_limits: list[str] = Field(default_factory=list, description="the flag takes a JSON of per-modality limits "
+                                   "(a count, or {count: N}): it sets `towers` where these modalities are all 0")
+    towers: Literal["whole", "none"] = Field(description="whole: replicated on every rank; none: not loaded")
     source: str = Field(min_length=1, description="the engine source file:line")
 
 
@@ -358,6 +386,14 @@ class FrameworkProfile(BaseModel):
         "over the towers' Column/RowParallelLinear; SGLang's towers over attn_tp unless --mm-enable-dp-encoder): a "
         "rank holds 1 / (its attention TP group) of the tower; any other wrapper's tower (one the engine builds of "
         "plain linears, or not read) whole on every rank, the seed's")
+    tower_flags: list[TowerFlag] = Field(
+        default_factory=list, description="command arguments that place the vision / audio towers otherwise than "
+        "encoder_split_model_types (check --command reads them; a tower not loaded beats one replicated)")
+    pp_tower_first_stage_model_types: tuple[str, ...] = Field(
+        (), strict=False, description="the multimodal wrappers (config.json's top-level model_type) whose vision / "
+        "audio tower it builds on the first pipeline stage only, where the tower's output is consumed (vLLM's "
+        "_mark_tower_model: a StageMissingLayer on the later stages; SGLang's gemma4): the later stages hold none "
+        "(estimate.pipeline.held_absent); any other wrapper's tower on every stage")
     kv_handoff_over_nics: bool = Field(
         False, description="its disaggregated KV hand-off runs over the RDMA NICs whatever the pools span (SGLang's "
         "mooncake transfer engine: protocol rdma unless SGLANG_MOONCAKE_CUSTOM_MEM_POOL opts into NVLink), so it is "
@@ -727,6 +763,8 @@ class FrameworkProfile(BaseModel):
             out["kv_blocks"] = self.kv_blocks  # type: ignore[assignment]
         if self.encoder_split_model_types:
             out["encoder_split_model_types"] = self.encoder_split_model_types  # type: ignore[assignment]
+        if self.pp_tower_first_stage_model_types:
+            out["pp_tower_first_stage_model_types"] = self.pp_tower_first_stage_model_types  # type: ignore[assignment]
         out.update(self.serving_factors(vendor))
         return out
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from solver.errors import InputError
 from solver.specs.dtypes import (KVFormat, NumberFormat, kv_element_bytes, kv_head_scale_bytes, number_format,
-                                 spelled_activation)
+                                 spelled_activation, weight_format)
 from solver.specs.model import ModelSpec
 
 if TYPE_CHECKING:  # `inspect` lists a model's formats without loading the devices
@@ -212,7 +212,7 @@ def resolve_precision(
     def check_user(name: str | None, flag: str) -> NumberFormat | None:
         if name is None:
             return None
-        fmt = number_format(name, flag)
+        fmt = weight_format(name, flag)
         if not runs_natively(hw, fmt):
             if runs_weight_only(hw, fmt):
                 # weight-only: stored in this format, dequantized in the GEMM kernel, computed at the activation
@@ -359,6 +359,14 @@ def resolve_precision(
                 kv = kv_element_bytes(ckpt_kv, "quantization_config.kv_cache_scheme")
                 notes.append(f"the checkpoint's {ckpt_kv} KV-cache scheme ({q.method}) is what the engines' KV dtype "
                              f"auto runs: the KV cache is priced at {8 * kv} bits (pass --kv-dtype bf16 for 16)")
+            elif kv_head_scale_bytes(ckpt_kv):
+                # a format whose engine cache computes its own scales per token and KV head (dtypes.KV_HEAD_SCALE_BYTES)
+                # loads no checkpoint scales: an int8 cache (vLLM's int8_per_token_head) quantizes each token as it
+                # is written, and an engine without it has no int8 cache to use them in
+                notes.append(f"the checkpoint carries {ckpt_kv} KV-cache scales (quantization_config), which no "
+                             f"engine's KV cache loads: the KV cache is priced at {8 * kv} bits, the engines' "
+                             f"default; --kv-dtype {ckpt_kv} prices a {ckpt_kv} cache whose scales the engine "
+                             "computes per token and KV head, where the engine has one")
             else:
                 # the scales are used where the KV-cache dtype is set to the format (vLLM / SGLang --kv-cache-dtype)
                 notes.append(f"the checkpoint carries {ckpt_kv} KV-cache scales (quantization_config); the KV cache "

@@ -45,6 +45,9 @@ class Encoder:
     # is the wrapper's model class, whose layout its profile names (FrameworkProfile.encoder_split_model_types)
     wrapper: str = ""
     heads: int = 0  # the tower's attention heads where its config writes them (0: none written or no attention)
+    # whole on every rank whatever the engine's layout for the wrapper: the command asks it to replicate the tower
+    # (FrameworkProfile.tower_flags, towers: whole; ModelSpec.towers_as)
+    replicated: bool = False
 
 
 def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],

@@ -31,9 +31,9 @@ class Rules:
     ignored: Match
     kv_cache: str | None = None
     # the engines' KV-cache dtype "auto" takes kv_cache (the checkpoint's scheme, its scales loaded) rather than the
-    # model dtype: ModelOpt's kv_cache_quant_algo and compressed-tensors' kv_cache_scheme (vLLM 0.34.0 (PyPI wheel)
-    # engine/arg_utils.py:2329-2332 + utils/torch_utils.py:463-530, model_executor/layers/attention/attention.py
-    # 296-312; SGLang 0.5.23 mem_cache/kv_cache_dtype.py:49-58 with compressed_tensors.py:142-151); Quark's
+    # model dtype: ModelOpt's kv_cache_quant_algo and compressed-tensors' kv_cache_scheme, fp8 ones only
+    # (_MODELOPT_AUTO_KV, _CT_AUTO_KV; vLLM 0.34.0 (PyPI wheel) engine/arg_utils.py:2329-2332 +
+    # utils/torch_utils.py:463-530, model_executor/layers/attention/attention.py 296-312; SGLang 0.5.23 mem_cache/kv_cache_dtype.py:49-58 with compressed_tensors.py:142-151); Quark's
     # kv_cache_group is used only under an FP8 --kv-cache-dtype (vLLM's QuarkConfig resolves no auto dtype)
     kv_cache_auto: bool = False
     # the field each scheme is read from (compressed-tensors' config_groups.<name>.targets), where a method holds
@@ -222,7 +222,14 @@ def _compressed_tensors(q: dict[str, Any], r: Reader) -> Rules:
         kv_fmt = _kv(r, _ACTIVATIONS[(bits, r.choice(kv.get("type", "int"), "kv_cache_scheme.type",
                                                     ("int", "float")))], "kv_cache_scheme")
     ignore = r.ct_match(r.names(q.get("ignore"), "ignore"), "ignore")
-    return Rules(tuple(schemes), ignore, kv_fmt, kv_cache_auto=True, scheme_paths=tuple(paths))
+    return Rules(tuple(schemes), ignore, kv_fmt, kv_cache_auto=kv_fmt in _CT_AUTO_KV, scheme_paths=tuple(paths))
+
+
+# the kv_cache_scheme formats the engines' KV dtype auto runs: a float 8-bit one (fp8). An integer scheme is served
+# 16-bit: SGLang 0.5.23 ignores a scheme other than static per-tensor FP8 and keeps the model dtype
+# (srt/layers/quantization/compressed_tensors/compressed_tensors.py:142-151, 213-224, 1276-1285); vLLM 0.34.0 loads
+# none but a float 8-bit one (compressed_tensors.py:1103-1121 raises NotImplementedError at the attention layers)
+_CT_AUTO_KV = ("fp8",)
 
 
 # ModelOpt's quant_algo values: weight format (group size filled in) and activations
