@@ -12,10 +12,11 @@ from click.testing import CliRunner
 
 from solver.cli.main import main
 from solver.errors import InputError
-from solver.specs.framework import FrameworkProfile, MaxContext, load_framework
+from solver.specs.framework import FrameworkProfile, load_framework
 from solver.specs.hardware import EPKernel, Efficiency, Hardware, Tier
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.launch_spec import DisaggLaunch, Feature, FormatRequire, LaunchArg, LaunchDocument, LaunchSpec, PairCheck
+from solver.specs.profile_facts import MaxContext
 from solver.specs.profile_rules import Rule
 from solver.specs.profile_serving import (FrameworkEfficiency, FrameworkScheduler, FrameworkServing,
                                           GraphBatchRange, TokenBudgetTier)

@@ -10,7 +10,8 @@ from solver.estimate.activations import activation_peak_terms, decode_logits_bou
 from solver.estimate.compute import factors_for
 from solver.estimate.memory import memory_per_rank
 from solver.estimate.memory_options import MemoryOptions, device_options, engine_options, framework_options
-from solver.specs.framework import IndexerDecodeBound, load_framework
+from solver.specs.framework import load_framework
+from solver.specs.profile_facts import IndexerDecodeBound
 from solver.specs.hardware import CAPABILITY_PLATFORM, Hardware
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model

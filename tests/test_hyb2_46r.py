@@ -9,7 +9,8 @@ import pytest
 from solver.specs.dtypes import KV16
 from solver.estimate.memory_options import MemoryOptions, framework_options
 from solver.estimate.request_state import request_state
-from solver.specs.framework import HybridStateLayout, load_framework
+from solver.specs.framework import load_framework
+from solver.specs.profile_facts import HybridStateLayout
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
 from solver.specs.parallel import make_parallel_config

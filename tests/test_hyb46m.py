@@ -73,7 +73,7 @@ def test_memory_reads_the_engine_layout_from_its_profile():
 def test_a_layout_names_exactly_one_form():
     import pytest
     from pydantic import ValidationError
-    from solver.specs.framework import HybridStateLayout
+    from solver.specs.profile_facts import HybridStateLayout
     with pytest.raises(ValidationError, match="one of block_alignment"):
         HybridStateLayout(block_alignment=16, state_pool_share=0.5, source="x")
     with pytest.raises(ValidationError, match="one of block_alignment"):

@@ -16,7 +16,8 @@ from solver.cli.main import main
 from solver.estimate.memory import max_batch, memory_per_rank
 from solver.estimate.request_state import hybrid_fields, request_state, spare_pool
 from solver.one_config import memory_config
-from solver.specs.framework import NoPrefixCache, load_framework
+from solver.specs.framework import load_framework
+from solver.specs.profile_facts import NoPrefixCache
 from solver.specs.model_catalog import load_model
 
 MODEL = "qwen3.5-35b-a3b"

@@ -12,7 +12,7 @@ from solver.specs.profile_serving import EpKernels, ep_kernels_hold
 from solver.specs.rule_env import true_device_flags
 
 if TYPE_CHECKING:
-    from solver.specs.framework import HybridStateLayout, IndexerDecodeBound, KVBlocks
+    from solver.specs.profile_facts import HybridStateLayout, IndexerDecodeBound, KVBlocks
     from solver.specs.parallel import ParallelConfig
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from dataclasses import dataclass, replace
 
 from solver.estimate.factors import Factors
 from solver.estimate.request_state import CacheLayout, block_fields, hybrid_fields
-from solver.specs.framework import FrameworkProfile, HybridStateLayout, IndexerDecodeBound, KVBlocks
+from solver.specs.framework import FrameworkProfile
+from solver.specs.profile_facts import HybridStateLayout, IndexerDecodeBound, KVBlocks
 from solver.estimate.stage_ranks import launched_device
 from solver.specs.profile_serving import EpKernels, step_default
 from solver.specs.hardware import Hardware

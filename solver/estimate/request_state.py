@@ -14,7 +14,7 @@ from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
 
 if TYPE_CHECKING:
-    from solver.specs.framework import HybridStateLayout, KVBlocks
+    from solver.specs.profile_facts import HybridStateLayout, KVBlocks
 
 
 def _primary(model: ModelSpec):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from solver.specs.framework import MaxContext
+    from solver.specs.profile_facts import MaxContext
     from solver.specs.model import ModelSpec
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Mapping
+from typing import TYPE_CHECKING, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
@@ -18,7 +18,7 @@ from solver.catalog import frameworks_dir
 from solver.errors import InputError, quoted
 from solver.specs.limits import MAX_MTP
 from solver.specs.knobs import ATTN_GROUP_KNOBS, FOLLOWS, KNOBS, LAYOUT_SWITCHES
-from solver.specs.expr import Value, compile_expr, condition_over, is_condition
+from solver.specs.expr import Value, compile_expr
 from solver.specs.fitted import apply_fitted, fit_keys, fitted_factors, fitted_global, pair_factors, user_pair
 from solver.specs.hardware import VENDOR
 from solver.memo import IdentityMemo
@@ -26,7 +26,9 @@ from solver.specs.launch_spec import (DISAGG_ROLES, POOL_FIGURES, REPLICA_BATCH,
                                       PairCheck)
 from solver.specs.profile_rules import KNOB_NAMES, KnobName, Rule
 from solver.specs.profile_serving import EpKernels, FrameworkEfficiency, FrameworkScheduler, FrameworkServing
-from solver.specs.rule_env import DEVICE_FLAGS, device_flags, model_facts
+from solver.specs.profile_facts import (PREFIX_CACHE_NAMES, DraftMethods, HybridStateLayout, IndexerDecodeBound,
+                                       KVBlocks, LongRequest, MaxContext, NoPrefixCache, TowerFlag, format_facts)
+from solver.specs.rule_env import model_facts
 
 if TYPE_CHECKING:
     from solver.specs.hardware import Hardware
@@ -35,239 +37,8 @@ if TYPE_CHECKING:
     from solver.specs.precision import Precision
 
 
-# what a decode indexer bound's condition reads (IndexerDecodeBound.when): the rank's KV-parallel and context-parallel
-# sizes, the indexer's top-k and the device's flags (rule_env.DEVICE_FLAGS)
-DECODE_BOUND_NAMES = frozenset({"kvp_size", "cp_size", "index_topk", *DEVICE_FLAGS})
-
-
-
 # how an engine numbers a deployment's ranks (FrameworkProfile.rank_order; estimate.stage_ranks reads them)
 STAGE_MAJOR, DP_MAJOR = "stage_major", "dp_major"
-
-class HybridStateLayout(BaseModel):
-    """How the engine allocates a hybrid model's constant per-request state (linear attention, SSM) beside its
-    growing KV: in the KV pages of one shared pool (`block_alignment`), or in a pool of its own taking a fixed
-    share of the cache memory (`state_pool_share`). Read by request_state (CacheLayout) for models with both."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    block_alignment: int | None = Field(None, ge=1, description="one pool of equal pages: the attention block "
-                                        "is raised to the least multiple of this many tokens whose page (block "
-                                        "tokens x one layer's KV per token) holds one layer's state, each state "
-                                        "layer's page padded to it, layers grouped so every group has the "
-                                        "smallest layer count of a type (vLLM's hybrid KV cache manager)")
-    latent_block_alignment: int | None = Field(None, ge=1, description="with block_alignment: the alignment "
-                                               "where the attention layers cache a latent (MLA), if larger "
-                                               "(vLLM: 128, its MLA decode kernels' block multiple)")
-    state_pages: int = Field(1, ge=1, description="state pages (block_alignment) or pool slots "
-                             "(state_pool_share) one running request holds per state layer")
-    pages_per_draft: int = Field(0, ge=0, description="more state pages / slots a request holds per draft "
-                                 "token it verifies (a state kept per draft position)")
-    pages_when_drafting: int = Field(0, ge=0, description="more state pages / slots a request holds once "
-                                     "while it drafts at all (SGLang: one intermediate state per verified "
-                                     "token, speculative_num_draft_tokens = depth + 1, so one beyond "
-                                     "pages_per_draft's)")
-    key_page_holds_ssm: bool = Field(False, description="with block_alignment: the block sized so its K half "
-                                     "(block x one token's K in one layer) holds the SSM state exactly, every "
-                                     "page (attention and state) the attention page (K + V) plus the conv state "
-                                     "(vllm-ascend's contiguous layout: [kv padding | conv], [K | SSM], [V | "
-                                     "padding]); false: the page holds the whole state (vLLM)")
-    state_pool_share: float | None = Field(None, gt=0, lt=1, description="a separate state pool sized to this "
-                                           "share of the cache memory, the KV pool the rest (SGLang's "
-                                           "mamba_full_memory_ratio r: r / (1 + r))")
-    spare_slots: int = Field(0, ge=0, description="with state_pool_share: slots the state pool keeps on each "
-                             "rank beyond its running requests', each with a request's draft states while it drafts "
-                             "(SGLang: one padding slot, the pool sized budget // slot - 1)")
-    source: str = Field(description="where the engine does it")
-
-    @model_validator(mode="after")
-    def _one_form(self) -> "HybridStateLayout":
-        if (self.block_alignment is None) == (self.state_pool_share is None):
-            raise ValueError("set one of block_alignment (shared pages) and state_pool_share "
-                               "(a state pool of its own)")
-        if self.key_page_holds_ssm and self.block_alignment is None:
-            raise ValueError("key_page_holds_ssm needs block_alignment (pages shared with the KV)")
-        if self.spare_slots and self.state_pool_share is None:
-            raise ValueError("spare_slots needs state_pool_share (a state pool of its own)")
-        return self
-
-
-class KVBlocks(BaseModel):
-    """How the engine allocates the KV cache in blocks of tokens: a request holds ceil(tokens / block) blocks in
-    each layer (up to block - 1 tokens past its own), and the pool keeps `reserved` blocks no request holds (vLLM's
-    null block). Read by request_state (CacheLayout.kv_block) for every model whose KV is not in a hybrid's shared
-    pages (hybrid_state.block_alignment sizes those)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    tokens: int = Field(ge=1, description="tokens of one KV block by default (vLLM --block-size's default, "
-                        "SGLang --page-size's); 1: a request holds its exact tokens")
-    reserved: int = Field(0, ge=0, description="blocks of the pool on each rank no request holds (vLLM: one, the "
-                          "null block that pads block tables)")
-    source: str = Field(description="where the engine does it")
-
-
-# what a draft step runs on the GPU, by kind (DraftMethods): the model's own next-n (MTP) layers, none (a lookup in
-# the tokens so far), or a separate draft model the command names by a path
-DRAFT_KINDS = ("next_n", "lookup", "draft_model")
-
-
-class LookupBreadth(BaseModel):
-    """Where a command turns a lookup draft on without its depth, the depth the engine derives: the tokens verified
-    a sequence (LookupVerify) over the tree's breadth, this flag's value (its default where the command leaves it
-    out), rounded down (SGLang NGRAM: --speculative-num-draft-tokens // --speculative-ngram-max-bfs-breadth)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    flag: str = Field(pattern=r"^--", description="the launch flag whose value is the tree's breadth")
-    default: int = Field(gt=0, description="the engine's breadth where the command does not set the flag")
-    source: str = Field(min_length=1, description="the engine source file:line")
-
-
-class LookupVerify(BaseModel):
-    """The tokens a lookup draft's verify step runs a sequence where the engine verifies a tree of them (its nodes,
-    the last accepted token among them), not a chain of 1 + depth: the command's flag giving them, the engine's
-    value where the command leaves it out."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    flag: str = Field(pattern=r"^--", description="the launch flag whose value is the tokens verified a sequence")
-    default: int = Field(gt=0, description="the engine's value where the command does not set the flag")
-    source: str = Field(min_length=1, description="the engine source file:line")
-    depth_breadth: LookupBreadth | None = Field(None, description="where the command sets no depth, the depth the "
-                                                "engine derives from the tree (None: it picks none: --mtp is asked)")
-
-
-class TowerFlag(BaseModel):
-    """A command argument that places the vision / audio towers otherwise than the engine's layout
-    (encoder_split_model_types): replicated whole on every rank, or not loaded at all."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    flag: str = Field(pattern=r"^--", description="the engine's flag")
-    value: str | None = Field(None, description="the value that sets it (None: the flag given as a switch)")
-    zero_limits: list[str] = Field(default_factory=list, description="the flag takes a JSON of per-modality limits "
-                                   "(a count, or {count: N}): it sets `towers` where these modalities are all 0")
-    towers: Literal["whole", "none"] = Field(description="whole: replicated on every rank; none: not loaded")
-    source: str = Field(min_length=1, description="the engine source file:line")
-
-
-class DraftMethods(BaseModel):
-    """The speculative methods the engine's command may name, by what one draft step runs: `next_n` the model's
-    own MTP layers (priced as --mtp N), `lookup` no draft forward (the drafts are found in the request's tokens),
-    `draft_model` a separate draft model (its size is the path's, which shardplan cannot know). The verify step
-    is the target over 1 + N tokens a sequence, a lookup's the tree `lookup_verify` gives where it is set."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    next_n: list[str] = Field(min_length=1, description="methods drafting with the model's next-n layers")
-    lookup: list[str] = Field(default_factory=list, description="methods drafting by a lookup, no draft forward")
-    draft_model: list[str] = Field(default_factory=list, description="methods drafting with a separate model")
-    any_case: bool = Field(False, description="the engine reads the method in any case (upper-cases it)")
-    lookup_verify: LookupVerify | None = Field(None, description="a lookup's verified tree (None: a chain of 1 + N "
-                                               "tokens a sequence)")
-    source: str = Field(min_length=1, description="the engine source file:line the methods are read from")
-
-    def kind(self, method: str) -> str | None:
-        """The kind of `method` as the command spells it (DRAFT_KINDS); None where the engine's list lacks it."""
-        key = method.upper() if self.any_case else method
-        for kind in DRAFT_KINDS:
-            if key in [m.upper() if self.any_case else m for m in getattr(self, kind)]:
-                return kind
-        return None
-
-
-# what a no-prefix-cache condition reads (NoPrefixCache.when): the model's yes/no facts (rule_env.model_facts)
-PREFIX_CACHE_NAMES = frozenset({"has_mla", "has_dsa", "has_csa", "has_recurrent_mixer"})
-
-
-def format_facts(model: "ModelSpec | None", hw: "Hardware | None") -> dict[str, Any]:
-    """The flags a FormatRequire reads: the model's facts and the device's flags, those known."""
-    out: dict[str, Any] = dict(model_facts(model)) if model is not None else {}
-    if hw is not None:
-        out.update(device_flags(hw.platform, hw.capability))
-    return out
-
-
-class NoPrefixCache(BaseModel):
-    """Models the engine, as its command launches it, serves without a prefix cache (vLLM 0.23.0 turns prefix
-    caching off by default for hybrid models): a prefix hit assumed for one is refused, never priced."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    when: str = Field(description="the condition, over the model's has_mla, has_dsa, has_csa and "
-                      "has_recurrent_mixer")
-    why: str = Field(min_length=1, description="what the engine does, said in the refusal")
-
-    @model_validator(mode="after")
-    def _a_condition_on_model_facts(self) -> "NoPrefixCache":
-        try:
-            expr = compile_expr(self.when)
-        except InputError as exc:
-            raise ValueError(f"when: {exc}") from None
-        odd = sorted(expr.names - PREFIX_CACHE_NAMES)
-        if odd:
-            raise ValueError(f"when: reads {', '.join(odd)}; no_prefix_cache reads only "
-                             f"{', '.join(sorted(PREFIX_CACHE_NAMES))}")
-        if not is_condition(expr, PREFIX_CACHE_NAMES):
-            raise ValueError(f"when: {expr.text!r} is not a yes/no condition")
-        return self
-
-
-class IndexerDecodeBound(BaseModel):
-    """A bound the engine holds its decode indexer logits to where a condition holds (vLLM 0.34.0's
-    VLLM_SPARSE_INDEXER_MAX_DECODE_LOGITS_MB, on SM100 without DCP or PCP and a top-k its kernel takes)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    max_bytes: float = Field(gt=0, description="the most bytes one decode logits piece takes (rows split to fit, "
-                             "never below one row)")
-    when: str = Field(description="the condition it applies under, over kvp_size, cp_size, index_topk and the "
-                      "device's on_<platform> / on_<capability> flags")
-
-    @model_validator(mode="after")
-    def _a_condition_on_what_it_reads(self) -> "IndexerDecodeBound":
-        condition_over(self.when, DECODE_BOUND_NAMES, "a decode bound")
-        return self
-
-
-class MaxContext(BaseModel):
-    """The longest context the engine derives from a model's config, the one it serves without being told to
-    allow a longer one (specs/context.derived_context): the context field, times a RoPE scaling's factor as its
-    config loader multiplies it. Unset: the field alone."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    scaled: bool = Field(True, description="a RoPE scaling's factor multiplies the context; false: the field "
-                         "alone, whatever the scaling")
-    unscaled_types: list[str] = Field(default_factory=list, description="scaling types (rope_type, else the "
-                                      "legacy type) whose factor leaves the field as it is (the field is already "
-                                      "the scaled context)")
-    from_original: list[str] = Field(default_factory=list, description="scaling types whose factor multiplies "
-                                     "original_max_position_embeddings (the scaling's, else the config's), not "
-                                     "the field")
-    unscaled_carrying_original: bool = Field(False, description="a scaling that writes its own "
-                                             "original_max_position_embeddings leaves the field as it is")
-    per_layer_types: bool = Field(True, description="a scaling nested per layer type (Gemma-3's full_attention) "
-                                  "counts; false: the loader reads a factor at the top of the block only")
-    skip_model_types: list[str] = Field(default_factory=list, description="model types (a substring of "
-                                        "model_type) whose field is taken as already scaled, whatever the scaling")
-    source: str = Field(min_length=1, description="the engine source file:line the rule is read from, or "
-                        "'unsourced: ...'")
-
-
-class LongRequest(BaseModel):
-    """What the engine does with a request whose prompt fits its maximum model length but whose prompt plus
-    requested output does not (a prompt of the whole length or more leaves no room for an output token)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    output: Literal["refused", "cut"] = Field(description="refused: the request is rejected at the API; cut: it "
-                                              "is served with its output cut to the length left after the prompt")
-    cut_under: list[str] = Field(default_factory=list, description="command flags under which a refused request "
-                                 "is cut instead")
-    source: str = Field(min_length=1, description="the engine source file:line the behaviour is read from")
-
 
 # the knob a feature without its own `knob` field sets, by the feature's name: a refusal
 # (Feature.refused_model_types) keeps that knob at its neutral value
