@@ -30,3 +30,13 @@ def test_a_single_binding_sla_remedy_quotes_the_least_figure_a_configuration_rea
     assert quoted < 400, err
     assert _run(*V32_B200, "--ttft-ms", str(quoted))[0] == 0
     assert _run(*V32_B200, "--ttft-ms", str(round(quoted * 0.99, 1)))[0] == 1
+
+
+def test_the_sla_options_say_they_are_met_by_the_mean_ttft_and_tpot() -> None:
+    """The estimate gives the closed-loop benchmark's mean TTFT and mean TPOT (estimate.scheduler); --ttft-ms /
+    --tpot-ms said only 'SLA: time to first token, ms', so a user with a p90 SLA read it as theirs."""
+    for command in ("solve", "sweep", "recommend"):
+        code, out, _ = _run(command, "--help")
+        text = " ".join(out.split())
+        assert code == 0 and "held by the mean TTFT" in text and "held by the mean TPOT" in text, command
+        assert "not a p90 / p99" in text, command
