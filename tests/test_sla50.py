@@ -40,3 +40,27 @@ def test_the_sla_options_say_they_are_met_by_the_mean_ttft_and_tpot() -> None:
         text = " ".join(out.split())
         assert code == 0 and "held by the mean TTFT" in text and "held by the mean TPOT" in text, command
         assert "not a p90 / p99" in text, command
+
+
+R1_A3 = ("solve", "deepseek-r1", "--hardware", "atlas_a3", "--cards", "16", "--framework", "vllm-ascend",
+         "--weight-dtype", "int8", "--isl", "2048", "--osl", "1024", "--scenario", "throughput",
+         "--ttft-ms", "3000", "--tpot-ms", "50")
+
+
+def _candidates(*argv: str) -> list[dict]:
+    import json
+
+    code, out, err = _run(*argv, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)["candidates"]
+
+
+def test_a_candidate_at_another_configurations_sla_edge_moves_to_its_own() -> None:
+    """DeepSeek-R1 int8 on 16 A3 under vllm-ascend, 2K/1K, TTFT <= 3 s, TPOT <= 50 ms: 76 is the edge of the
+    power's optimum (Attn TP4 x DP4); Attn DP + MoE EP + O_proj TP8 was listed there, 'at its own SLA edge', at
+    93.02 tok/s per rank, while its configuration runs 80 (5 a DP rank) at the same TTFT and TPOT, 97.92."""
+    by_pattern = {c["pattern"]: c["estimation"] for c in _candidates(*R1_A3)}
+    dp = by_pattern["Attn DP + MoE EP + O_proj TP8"]
+    assert dp["concurrency"] == 80 and dp["sla_edge_from"] == 64
+    assert dp["ttft_ms"] <= 3000 and dp["tpot_ms"] <= 50 and dp["output_tokens_per_s_per_rank"] > 97
+
