@@ -64,3 +64,11 @@ def test_a_candidate_at_another_configurations_sla_edge_moves_to_its_own() -> No
     assert dp["concurrency"] == 80 and dp["sla_edge_from"] == 64
     assert dp["ttft_ms"] <= 3000 and dp["tpot_ms"] <= 50 and dp["output_tokens_per_s_per_rank"] > 97
 
+
+def test_the_best_score_role_says_when_a_candidate_at_its_own_edge_scores_better() -> None:
+    """The same plan: the front's optimum (Attn TP4 x DP4 at 76) keeps the role 'best score', which the moved
+    candidates beat; the role says it is the best over the planned concurrencies and which candidate beats it."""
+    _, out, _ = _run(*R1_A3, "--explain")
+    text = " ".join(out.split())
+    assert re.search(r"\(best score over the planned concurrencies; #\d, at its own SLA edge between them, "
+                     r"scores better", text), text[:3000]
