@@ -14,7 +14,8 @@ Remedy kinds (the text each is read from):
   isl             "--isl N or shorter": --isl N -> exit 0
   weight_dtype    "smaller weights (--weight-dtype a/b/c)" (memory the only binding family): each format named ->
                   the flag takes it (exit != 2), and the narrowest one named plans (exit 0)
-  sla_relax       "relax --F: the fastest configuration at concurrency C on W cards (knobs) shows TPOT X ms": the
+  sla_relax       "relax --F: the configuration with the least TPOT (both SLAs: the fastest configuration) at
+                  concurrency C on W cards (knobs) shows TPOT X ms": the
                   SLA flags set to the figures as quoted -> exit 0; and `estimate` of those knobs at concurrency C
                   prints the figures quoted (rounded up to three significant figures: a cap that passes)
   relax_bare      "relax --F" with no figure (not in a "relaxed together" line): --F dropped -> exit 0
@@ -170,7 +171,8 @@ class Trial:
 
 def _sla_relax(argv: list[str], text: str, aside: bool = False) -> list[Trial]:
     out = []
-    for m in re.finditer(r"relax (--[\w-]+(?:(?: and |/)--[\w-]+)?)(?: together)?: the fastest configuration at "
+    for m in re.finditer(r"relax (--[\w-]+(?:(?: and |/)--[\w-]+)?)(?: together)?: the (?:fastest configuration|"
+                         r"configuration with the least (?:TTFT|TPOT)) at "
                          r"concurrency (\d+) on (\d+) cards? \(([^)]*)\) shows ((?:(?:TPOT|TTFT) [\d,.]+ ms(?:, )?)+)",
                          text):
         conc, world, knobs, shown = m.group(2), m.group(3), m.group(4), m.group(5)

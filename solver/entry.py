@@ -283,10 +283,10 @@ def explain_solution(model: str, hardware: str, cards: int, scenario: Scenario, 
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     f = factors_for(hw, fw.efficiency_for(hw))
     p = cand.planned
-    from solver.rank.explain import ahead_by_tie, concurrency_vs_first
+    from solver.rank.explain import ahead_by_tie, best_of_planned, concurrency_vs_first
 
     shown = [(c.pattern, c.planned.estimate, c.planned.role + (f" {c.planned.verified}" if c.planned.verified else "")
-              + c.planned.front_clause() + concurrency_vs_first(list(candidates), i)
+              + best_of_planned(scenario, list(candidates), i) + c.planned.front_clause() + concurrency_vs_first(list(candidates), i)
               + ahead_by_tie(scenario, list(candidates), i))
              for i, c in enumerate(candidates)]
     return explain(spec, hw, fw, prec, f, scenario, p.config, p.estimate, p.batch,

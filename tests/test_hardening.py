@@ -627,15 +627,15 @@ def test_a_name_or_path_that_starts_with_a_dash_is_refused_as_a_value_left_out(t
 
 
 def test_an_sla_no_configuration_meets_names_what_the_fastest_one_shows() -> None:
-    """The remedy for a binding SLA is in the deployment's own figures: the fastest configuration with the SLA
-    set aside, its knobs and the figure the SLA caps, so the user knows how far to relax it."""
+    """The remedy for a binding SLA is in the deployment's own figures: the configuration with the least TPOT
+    with the SLA set aside, its knobs and the figure the SLA caps, so the user knows how far to relax it."""
     from solver.api import run_solve
     from solver.specs.scenario import Scenario
 
     with pytest.raises(InfeasibleError) as err:
         run_solve("llama-3.1-8b", "h100_sxm", 2, Scenario(max_concurrency=8, tpot_ms=0.01), explain_binding=False)
     text = str(err.value)
-    assert "SLA.tpot binds" in text and "relax --tpot-ms: the fastest configuration at concurrency 1" in text
+    assert "SLA.tpot binds" in text and "relax --tpot-ms: the configuration with the least TPOT at concurrency 1" in text
     shown = float(text.split("TPOT ")[-1].split(" ms")[0])
     result, _ = run_solve("llama-3.1-8b", "h100_sxm", 2, Scenario(max_concurrency=8, tpot_ms=shown * 1.01),
                           explain_binding=False)

@@ -11,9 +11,9 @@ import click
 
 from solver.catalog import DEFAULT_FRAMEWORK
 from solver.cli.options import factors_option
-from solver.cli.options import (CONCURRENCY, COPIES, DTYPE, JOBS, MS, MTP, NAME, RATE, SECONDS, SEED, TOKENS, TOP,
+from solver.cli.options import (CONCURRENCY, COPIES, DTYPE, JOBS, MTP, NAME, RATE, SECONDS, SEED, TOKENS, TOP,
                                 DEFAULT_FORMAT, given, mtp_accept_option, pool_workers, pool_workers_options,
-                                prefix_hit_option)
+                                prefix_hit_option, sla_options)
 from solver.errors import InfeasibleError, InputError
 from solver.one_config import check_mtp
 from solver.specs.knobs import nondefault_label
@@ -34,8 +34,7 @@ def _common(func: Callable) -> Callable:
     opts = [
         click.option("--isl", type=TOKENS, default=4096, show_default=True, help="input tokens per request"),
         click.option("--osl", type=TOKENS, default=256, show_default=True, help="output tokens per request"),
-        click.option("--ttft-ms", type=MS, default=None, help="SLA: time to first token, ms"),
-        click.option("--tpot-ms", type=MS, default=None, help="SLA: time per output token, ms"),
+        sla_options,
         click.option("--max-concurrency", type=CONCURRENCY, default=None,
                      help=f"upper bound on concurrent requests the planner considers [default: "
                           f"{DEFAULT_MAX_CONCURRENCY}; recommend, aggregated, raises it where a cluster size "

@@ -338,6 +338,20 @@ def mtp_accept_option(func: Callable) -> Callable:
     return click.option("--mtp-accept", type=FRACTION, default=None, cls=Deferred, help_fn=_mtp_accept_help)(func)
 
 
+# the SLAs are met by the figures the estimate gives (estimate.scheduler: the closed-loop benchmark's means), so
+# the help says which: a user with a p90 / p99 SLA knows to leave a margin
+TTFT_SLA_HELP = ("SLA: time to first token, ms, held by the mean TTFT of a closed-loop benchmark run at the "
+                 "planned concurrency (its first wave's queue included): a mean, not a p90 / p99")
+TPOT_SLA_HELP = ("SLA: time per output token, ms, held by the mean TPOT, a request's (last token - first token) / "
+                 "(OSL - 1) averaged over requests (at one OSL the mean inter-token latency): a mean, not a p90 / p99")
+
+
+def sla_options(func: Callable) -> Callable:
+    """--ttft-ms and --tpot-ms of solve, sweep and recommend."""
+    func = click.option("--tpot-ms", type=MS, default=None, help=TPOT_SLA_HELP)(func)
+    return click.option("--ttft-ms", type=MS, default=None, help=TTFT_SLA_HELP)(func)
+
+
 PREFIX_HIT_HELP = ("share of each prompt's tokens the engine finds in its prefix cache (its own metrics: vLLM "
                    "prefix_cache_hits / prefix_cache_queries, SGLang's cache hit rate), in [0, 1): a prefill computes "
                    "the rest; memory and decode unchanged")

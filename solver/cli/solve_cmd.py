@@ -5,9 +5,9 @@ import click
 
 from solver.catalog import DEFAULT_FRAMEWORK
 from solver.cli.options import factors_option
-from solver.cli.options import (CARDS, CONCURRENCY, MS, MTP, NAME, SECONDS, SEED, TOKENS, TOP, WORKERS,
+from solver.cli.options import (CARDS, CONCURRENCY, MTP, NAME, SECONDS, SEED, TOKENS, TOP, WORKERS,
                                 command_imports, dtype_options, format_option, mtp_accept_option, pool_workers,
-                                pool_workers_options, prefix_hit_option, scenario_from_options)
+                                pool_workers_options, prefix_hit_option, scenario_from_options, sla_options)
 from solver.errors import InputError
 from solver.one_config import check_mtp
 from solver.report.render import console, dump, table
@@ -28,8 +28,7 @@ from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, PLAN_METHODS
               help="upper bound on concurrent requests the planner considers")
 @click.option("--phase", type=click.Choice(["serving", "prefill", "decode"]), default="serving", show_default=True,
               help="serving (prefill and decode together), or plan for one phase alone")
-@click.option("--ttft-ms", type=MS, default=None, help="SLA: time to first token, ms")
-@click.option("--tpot-ms", type=MS, default=None, help="SLA: time per output token, ms")
+@sla_options
 @click.option("--mtp", type=MTP, default=0, show_default=True, help="next-n (MTP) depth")
 @mtp_accept_option
 @prefix_hit_option

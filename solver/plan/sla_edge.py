@@ -98,7 +98,10 @@ def sla_edges(classes: dict[tuple[int, float], Point], batches: tuple[int, ...],
 def at_own_edges(stopped: list[Point], powers: tuple[int, ...], meets: Callable[[Point, int], bool],
                  runs: Callable[[Point, int], bool], planner_at: Callable[[int], cpsat.Planner],
                  fixed: set[tuple], slas: bool = True) -> dict[Point, tuple[Point, cpsat.Planner]]:
-    """Beside a candidate at the SLA edge, one the SLAs stop at a power (the next planned concurrency misses them)
+    """Beside a candidate at the SLA edge, one the SLAs stop at a power (the next planned concurrency misses them),
+    or one planned at another configuration's edge whose own runs more within them (DeepSeek-R1 int8 on 16 A3 under
+    vllm-ascend, 2K/1K, TTFT <= 3 s, TPOT <= 50 ms: Attn DP + O_proj TP8 at TP4 x DP4's 76, its own 80 the same TTFT
+    and TPOT),
     would compare unequal loads (Llama-3.1-70B, 8 H100, TPOT <= 40: TP4 x DP2 at 64 reads 27% below TP8 at 121,
     6% at its own 112). Each such candidate -> (its pattern's best configuration at the most it runs within the
     SLAs, plan.sla_edge's bisection; the planner that proved it). The slot's exclusions hold there: every pattern

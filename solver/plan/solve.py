@@ -448,8 +448,9 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         roles[adopt[1].key()] = "verified deployment"
     front_keys = {p.key() for p in points}
     core = {p.key() for p in chosen[:CORE_CANDIDATES]} | ({adopt[1].key()} if adopt is not None else set())
-    # the power each candidate's SLA edge came from; a slot after the first the SLAs stop at a power moves to its
-    # own edge (the first is the scenario's choice of the front, where it stands)
+    # the power each candidate's SLA edge came from; a slot after the first the SLAs stop at a power, or at
+    # another configuration's edge below the most its own runs, moves to its own edge (the first is the
+    # scenario's choice of the front, where it stands)
     edge_from: dict[tuple, int] = {}
     planners = [planner]
     edge_from = {p.key(): edges[p.batch] for p in chosen if p.batch in edges}
@@ -458,7 +459,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         # one planner per edge within this plan: planner_at resets a cached planner's log, which would drop what
         # an earlier candidate's question at the same edge recorded (its time-outs, cut stops)
         at: dict[int, cpsat.Planner] = dict.fromkeys(edges, planner)
-        moved = at_own_edges([p for p in chosen[1:] if p.batch not in edges], powers, meets, runs,
+        moved = at_own_edges(chosen[1:], powers, meets, runs,
                              lambda c: at[c] if c in at else at.setdefault(c, planner_at((c,))), fixed,
                              scenario.has_slas())
         for p, (q, pl) in moved.items():
@@ -468,7 +469,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
                 core = (core - {p.key()}) | {q.key()}
             if p.key() in fixed:
                 adopt = (adopt[0], q)
-            edge_from[q.key()] = p.batch
+            edge_from[q.key()] = edges.get(p.batch, p.batch)
             planners += [pl] if all(pl is not o for o in planners) else []
 
     def realize(p: Point) -> Planned:

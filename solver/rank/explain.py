@@ -198,6 +198,20 @@ def _scored(scenario: Scenario, e: Estimate, ref: Estimate) -> str:
             f"tokens/s per rank {change_pct(thr, thr0)})")
 
 
+def best_of_planned(scenario: Scenario, candidates: list, i: int) -> str:
+    """Where candidate i holds the role 'best score' (the front's optimum over the planned concurrencies) and a
+    candidate moved to its own SLA edge, a concurrency the front did not plan, scores better: that it does, in
+    one clause, so the role does not read as the best of those shown; '' otherwise."""
+    mine = candidates[i]
+    if mine.planned.role != "best score":
+        return ""
+    better = [j for j, c in enumerate(candidates) if j != i and c.planned.sla_edge_from is not None
+              and score_vs(scenario, c.planned.estimate, mine.planned.estimate) < 0]
+    if not better:
+        return ""
+    return (f" over the planned concurrencies; #{better[0] + 1}, at its own SLA edge between them, scores better")
+
+
 def ahead_by_tie(scenario: Scenario, candidates: list, i: int) -> str:
     """Why candidate i stands ahead of a later one with a better score, in one clause, by the first key of the
     ranking's order (select.rank_candidates) that puts it there: a core candidate (planned whatever --top asks)
