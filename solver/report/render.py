@@ -12,7 +12,7 @@ FORMATS = ("table", "yaml", "json")
 
 
 def to_plain(obj: Any) -> Any:
-    """Make pydantic models, dataclasses, tuples, numpy/pandas scalars and int subclasses JSON/YAML-safe."""
+    """Make pydantic models, dataclasses, tuples and numpy/pandas scalars JSON/YAML-safe."""
     import dataclasses
 
     if hasattr(obj, "model_dump"):
