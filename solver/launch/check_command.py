@@ -267,7 +267,7 @@ def command_towers(fw: Any, given: dict) -> tuple[str, str] | None:
 def lookup_depth(fw: Any, given: dict) -> tuple[int, str] | None:
     """(the depth a lookup draft runs where the command sets none and the engine derives it from its tree: the
     tokens verified a sequence over the tree's breadth, rounded down (LookupVerify.depth_breadth); how, said),
-    or None where the engine derives none."""
+    or None where the engine derives none or 0."""
     tree = fw.draft_methods.lookup_verify if fw.draft_methods is not None else None
     if tree is None or tree.depth_breadth is None:
         return None
@@ -283,6 +283,8 @@ def lookup_depth(fw: Any, given: dict) -> tuple[int, str] | None:
     def said(flag: str, v: int) -> str:
         return f"{flag} {v}" + ("" if ("flag", flag) in given else " (the engine's default)")
     depth = (tokens or tree.default) // breadth  # tokens: the tree's, set (lookup_verify_tokens)
+    if depth < 1:  # a tree narrower than its breadth: the engine sets 0 steps yet verifies the tree, which no
+        return None  # chain depth prices; the depth it accepts is the user's to give (--mtp)
     return depth, f"{said(tree.flag, tokens or tree.default)} // {said(by.flag, breadth)} = {depth}"
 
 
