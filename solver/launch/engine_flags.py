@@ -72,6 +72,15 @@ def flag_int(engine: str, flag: str, value: str) -> int | None:
     return typed_int(spec["type"], value) if spec and spec.get("kind") == "value" else None
 
 
+# what a value of these kinds is, in a refusal's words (the kind names are the flags record's, not the user's)
+KIND_WORDS = {
+    "human_int": "a whole number, or digits with k / m / g / t (x 1,000, decimals allowed) or K / M / G / T "
+                 "(x 1,024, whole numbers only)",
+    "human_int_or_auto": "a whole number, or digits with k / m / g / t (x 1,000, decimals allowed) or K / M / G / T "
+                         "(x 1,024, whole numbers only), or auto / -1",
+}
+
+
 def _typed(kind: str, value: str) -> bool:
     try:
         if kind in ("int", "human_int", "human_int_or_auto"):
@@ -160,7 +169,9 @@ def argv_problems(engine: str, argv: list[str]) -> list[str]:
             out.append(f"{flag}: takes a value, given none")
         for v in values:
             if not _typed(spec["type"], v):
-                out.append(f"{flag}: {v} is not of type {spec['type']}")
+                kind = spec["type"]
+                out.append(f"{flag}: {v} is not {KIND_WORDS[kind]}" if kind in KIND_WORDS else
+                           f"{flag}: {v} is not of type {kind}")
             elif "choices" in spec and v not in spec["choices"]:
                 out.append(f"{flag}: {v} is not one of {', '.join(spec['choices'])}")
             elif "known" in spec and v not in spec["known"]:
