@@ -30,5 +30,6 @@ KNOB_GROUP: dict[str, str] = ({k: g for g, knobs in GROUPS.items() for k in knob
 
 
 def module_groups(params: ParamReport) -> dict[str, str | None]:
-    """module name -> planner group (None: replicated, owned by no knob: norms, encoders, MTP glue)."""
+    """module name -> planner group (None: replicated, owned by no knob: norms, MTP glue; a vision / audio
+    encoder is the attention group's, split there only where the engine splits it: weights.split_degree)."""
     return {name: KNOB_GROUP.get(knob) if knob else None for name, knob in params.knobs().items()}
