@@ -79,7 +79,8 @@ def _weights(g: str | None, model: ModelSpec, pc: ParallelConfig, prec: Precisio
 
 def unowned_weights(model: ModelSpec, ranks: int, prec: Precision, opts: MemoryOptions, params: ParamReport,
                     groups: dict[str, str | None], mtp_layers: int, absent: frozenset[str]) -> float:
-    """Weights no knob owns (norms, encoders, the MTP glue): replicated on every rank of a stage."""
+    """Weights no knob owns (norms, the MTP glue): replicated on every rank of a stage (an encoder is the attention
+    group's: groups.module_groups)."""
     return _weights(None, model, ParallelConfig(world_size=ranks), prec, opts, params, groups, mtp_layers, absent)
 
 

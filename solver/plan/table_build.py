@@ -123,7 +123,8 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
         "lmhead": _per_stage(space.domains["lmhead_tp_size"], pps, W),
     }
     mtp_layers = scenario.mtp if model.num_mtp_layers else 0
-    # memory not owned by any group: norms and encoders (replicated); the runtime reserve is in the limit
+    # memory not owned by any group: norms (replicated; an encoder is the attention group's); the runtime reserve
+    # is in the limit
     # (the MTP layers' modules split like the stack's, with their groups; their glue is replicated)
     const_mem = unowned_weights(model, W, prec, mem_opts, params, groups, mtp_layers, frozenset())
     limit = memory_limit(hw.memory_bytes, hw.reserved_bytes, mem_opts.total_fraction)
