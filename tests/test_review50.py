@@ -33,3 +33,14 @@ def test_a_human_readable_int_refusal_says_what_the_flag_takes_not_its_record_ki
     code, out = _run("check", "--hardware", "h100_sxm", "--isl", "1024", "--osl", "128", "--concurrency", "8",
                      "--command", "vllm serve Qwen/Qwen3-8B -tp 1 --max-model-len 1.5K")
     assert code == 2 and "human_int" not in out and "K / M / G / T (x 1,024, whole numbers only)" in out, out
+
+
+def test_a_left_out_pp_microbatch_cap_is_said_as_the_requests_the_launch_prints_it_for() -> None:
+    """SGLang TP4 x PP4 with --max-running-requests 6 alone runs 4 (6 // 4 a microbatch x 4). The note said the
+    launch "sets [--pp-max-micro-batch-size] at 6", a value it never prints (it prints 2 for 6 requests)."""
+    code, out = _run("check", "--hardware", "h100_sxm", "--isl", "4096", "--osl", "256", "--command",
+                     "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct --tp 4 --pp-size 4 "
+                     "--max-running-requests 6")
+    text = " ".join(out.split())
+    assert code == 0 and "read as 4 requests at once, not 6" in text, out
+    assert "launch prints for 6 requests" in text and "sets at 6" not in text, out

@@ -334,7 +334,7 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
         bound, flags = _absent_bound(fw, spec, hw, pc, world, args, parallel, user.values, cap, mtp_read)
         if bound < cap:
             notes.append(f"read as {bound:,} requests at once, not {cap:,}: the command leaves out {flags}, which "
-                         f"{fw.name}'s launch sets at {cap:,}; the engine's default runs {bound:,}")
+                         f"{fw.name}'s launch prints for {cap:,} requests; the engine's default runs {bound:,}")
             cap = bound
     refusal = past_context_refusal(fw, spec, user.values, read_len)
     if refusal:  # the engine stops at start, as its parser stops at a flag it does not take (above)
