@@ -12,12 +12,13 @@ import click
 from solver.catalog import DEFAULT_FRAMEWORK
 from solver.cli.options import factors_option
 from solver.cli.options import (CONCURRENCY, COPIES, DTYPE, JOBS, MTP, NAME, RATE, SECONDS, SEED, TOKENS, TOP,
-                                DEFAULT_FORMAT, given, mtp_accept_option, pool_workers, pool_workers_options,
+                                DEFAULT_FORMAT, given, mtp_accept_option, pool_workers_options,
                                 prefix_hit_option, sla_options)
 from solver.errors import InfeasibleError, InputError
 from solver.one_config import check_mtp
 from solver.specs.knobs import nondefault_label
 from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, PLAN_METHODS
+from solver.specs.pool_workers import pool_workers
 from solver.report.render import FORMATS, console, dump, table
 
 if TYPE_CHECKING:

@@ -18,7 +18,6 @@ from solver.errors import InputError
 from solver.report.render import FORMATS
 from solver.specs import limits
 from solver.specs.knobs import KNOB_FLAGS, SETTING_FLAGS
-from solver.specs.pool_workers import pool_workers  # noqa: F401 (the commands' rule, at its home)
 
 if TYPE_CHECKING:
     from solver.specs.scenario import Scenario

@@ -6,13 +6,14 @@ import click
 from solver.catalog import DEFAULT_FRAMEWORK
 from solver.cli.options import factors_option
 from solver.cli.options import (CARDS, CONCURRENCY, MTP, NAME, SECONDS, SEED, TOKENS, TOP, WORKERS,
-                                command_imports, dtype_options, format_option, mtp_accept_option, pool_workers,
+                                command_imports, dtype_options, format_option, mtp_accept_option,
                                 pool_workers_options, prefix_hit_option, scenario_from_options, sla_options)
 from solver.errors import InputError
 from solver.one_config import check_mtp
 from solver.report.render import console, dump, table
 from solver.specs.knobs import nondefault_label
 from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, PLAN_METHODS
+from solver.specs.pool_workers import pool_workers
 
 
 @click.command("solve")
