@@ -469,6 +469,9 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     kv_refusal = fw.kv_dtype_refusal(dep.quant.kv_cache, spec, hw)  # the engine cannot run it: launch refuses, solve too
     if kv_refusal:
         r.violations["C"].append(f"quant.kv_cache: {kv_refusal}; launch refuses it and solve does not plan it")
+    ckpt_kv = fw.checkpoint_kv_refusal(spec)  # the engine stops loading the checkpoint: nothing runs
+    if ckpt_kv:
+        r.violations["C"].append(f"{ckpt_kv[0]}: {ckpt_kv[1]}")
     from solver.entry import chosen_by_flags
 
     chosen = chosen_by_flags(dep.quant.weights, dep.quant.moe_weights, ("quant.weights", "quant.moe_weights"))

@@ -246,3 +246,17 @@ class LongRequest(BaseModel):
     cut_under: list[str] = Field(default_factory=list, description="command flags under which a refused request "
                                  "is cut instead")
     source: str = Field(min_length=1, description="the engine source file:line the behaviour is read from")
+
+
+class RefusedKVScheme(BaseModel):
+    """A checkpoint KV-cache scheme the engine refuses to load (it raises while building the attention layers,
+    whatever --kv-cache-dtype the command gives): a checkpoint carrying it is refused, never priced."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    method: str = Field(min_length=1, description="the checkpoint's quant_method (quantization_config)")
+    field: str = Field(min_length=1, description="the config field that writes the scheme, named in the refusal")
+    formats: list[str] = Field(min_length=1, description="the scheme's formats refused (number format names, as "
+                               "the checkpoint reader reads the scheme)")
+    loads: str = Field(min_length=1, description="what the engine loads instead, said in the refusal")
+    source: str = Field(min_length=1, description="the engine source file:line")
