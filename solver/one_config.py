@@ -420,7 +420,12 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     fw.check_vendor(hw.name, hw.vendor, given_as.get("framework") or at("framework"))
     fw.check_model(spec, given_as.get("framework") or at("framework"), hw.vendor)
     dep.check_derived(world, origin or "parallel_config", fw.replica_knobs)  # attn_dp_size may be the engine's DP
-    spec = spec.towers_as(dep.towers)  # the towers as the command runs them (whole, or none loaded)
+    odd = [t for t in dep.unloaded_towers if t not in {e.name for e in spec.encoders}]
+    if odd:
+        raise InputError(at("unloaded_towers"), f"{', '.join(odd)}: not a tower of {spec.name} (its towers: "
+                                                f"{', '.join(e.name for e in spec.encoders) or 'none'})")
+    # the towers as the command runs them (whole, or none loaded, or some not loaded)
+    spec = spec.towers_as(dep.towers, tuple(dep.unloaded_towers))
     if dep.draft == "lookup":  # the drafts are looked up, not drafted: the target alone verifies 1 + mtp tokens
         spec = spec.without_next_n()
     else:

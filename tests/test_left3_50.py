@@ -54,3 +54,40 @@ def test_vllm_refuses_a_checkpoint_whose_compressed_tensors_kv_scheme_is_an_inte
                 "--phase", "decode")[0] == 0
     assert _run("estimate", _ct_folder(tmp_path, "float"), *common, "--batch", "8", "--seq-len", "4096",
                 "--phase", "decode")[0] == 0
+
+
+def _params_per_card(command: str, hardware: str = "h100_sxm") -> tuple[float, str]:
+    code, out = _run("check", "--command", command, "--hardware", hardware, "--cards", "2", "--isl", "4096",
+                     "--osl", "256", "--concurrency", "8", "--format", "json")
+    assert code == 0, out
+    return json.loads(out)["estimation"]["params_per_card_gb"], out
+
+
+def test_a_tower_is_not_loaded_where_every_modality_its_wrapper_marks_it_with_is_limited_to_0() -> None:
+    """vLLM 0.34.0 skips a tower where get_limit_per_prompt is 0 for every modality it was marked with
+    (interfaces.py:377-394); gemma3 marks its vision tower with image alone (gemma3_mm.py:554), so {"image":0}
+    drops it, where a Qwen3-VL tower (image and video, qwen3_vl.py:2013) stays until video is 0 too."""
+    base, _ = _params_per_card("vllm serve google/gemma-3-27b-it -tp 2")
+    image0, out = _params_per_card("""vllm serve google/gemma-3-27b-it -tp 2 --limit-mm-per-prompt '{"image":0}'""")
+    assert image0 < base and "vision tower is not loaded" in out, (base, image0)
+    video0, _ = _params_per_card("""vllm serve google/gemma-3-27b-it -tp 2 --limit-mm-per-prompt '{"video":0}'""")
+    assert video0 == base
+    qwen = "vllm serve Qwen/Qwen3-VL-30B-A3B-Instruct -tp 2 --limit-mm-per-prompt "
+    assert _params_per_card(qwen + """'{"image":0}'""")[0] > _params_per_card(qwen + """'{"image":0,"video":0}'""")[0]
+
+
+def test_a_tower_flag_places_only_the_towers_of_the_wrappers_whose_code_reads_it() -> None:
+    """TowerFlag.model_types: a flag on a wrapper that does not read it leaves the tower as the engine places it."""
+    from solver.launch.check_command import command_towers
+    from solver.specs.framework import FrameworkProfile, load_framework
+    from solver.specs.model_catalog import load_model
+
+    vllm = load_framework("vllm")
+    data = vllm.model_dump()
+    data["tower_flags"] = [{"flag": "--mm-encoder-tp-mode", "value": "data", "towers": "whole",
+                            "model_types": ["qwen3_vl_moe"], "source": "test"}]
+    fw = FrameworkProfile.model_validate(data)
+    given = {("flag", "--mm-encoder-tp-mode"): "data"}
+    assert command_towers(fw, given, load_model("qwen3-vl-30b-a3b"))[0] == "whole"
+    assert command_towers(fw, given, load_model("gemma-3-27b")) is None
+

@@ -150,6 +150,9 @@ class Deployment(BaseModel):
                                                        "command runs them: engine, the profile's layout; whole, "
                                                        "replicated on every rank; none, not loaded "
                                                        "(FrameworkProfile.tower_flags)")
+    unloaded_towers: list[str] = Field(default_factory=list, description="towers (vision, audio) not loaded "
+                                       "beside `towers`' placement of the rest (a command limiting every modality "
+                                       "they serve to 0); each must be one of the model's")
     enable_online_split_weight: bool | None = None
     afd: bool = Field(False, description="attention-FFN disaggregation: half the ranks attention, half FFN")
     previous_parallel_config: dict[str, StrictInt] | None = None

@@ -169,14 +169,16 @@ class ModelSpec:
     def num_mtp_layers(self) -> int:
         return len(self.mtp_modules)
 
-    def towers_as(self, towers: str) -> "ModelSpec":
+    def towers_as(self, towers: str, unloaded: tuple[str, ...] = ()) -> "ModelSpec":
         """The model with its vision / audio towers as a command runs them (FrameworkProfile.tower_flags): "engine"
-        as the engine's layout places them, "whole" replicated on every rank, "none" not loaded."""
-        if towers == "engine" or not self.encoders:
+        as the engine's layout places them, "whole" replicated on every rank, "none" not loaded; the towers named
+        in `unloaded` (Encoder.name) not loaded whatever `towers` says."""
+        if towers == "engine" and not unloaded or not self.encoders:
             return self
         if towers == "none":
             return replace(self, encoders=())
-        return replace(self, encoders=tuple(replace(e, replicated=True) for e in self.encoders))
+        return replace(self, encoders=tuple(replace(e, replicated=towers == "whole" or e.replicated)
+                                            for e in self.encoders if e.name not in unloaded))
 
     def without_next_n(self) -> "ModelSpec":
         """The model as an engine runs it under a lookup draft (ngram): its next-n (MTP) modules neither loaded nor

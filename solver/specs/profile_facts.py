@@ -125,10 +125,34 @@ class TowerFlag(BaseModel):
 
     flag: str = Field(pattern=r"^--", description="the engine's flag")
     value: str | None = Field(None, description="the value that sets it (None: the flag given as a switch)")
-    zero_limits: list[str] = Field(default_factory=list, description="the flag takes a JSON of per-modality limits "
-                                   "(a count, or {count: N}): it sets `towers` where these modalities are all 0")
+    zero_limits: bool = Field(False, description="the flag takes a JSON of per-modality limits (a count, or "
+                              "{count: N}; a modality it leaves out is not 0): it sets `towers` for each tower "
+                              "every modality of which (tower_modalities) is 0")
+    tower_modalities: dict[str, dict[str, list[str]]] = Field(
+        default_factory=dict, description="with zero_limits: the modalities each tower serves, by the wrapper's "
+        "model_type ('*': any wrapper not listed), then the tower's name (vision, audio)")
+    model_types: list[str] = Field(default_factory=list, description="the wrappers (model_type) whose code reads "
+                                   "the flag; empty: every wrapper")
     towers: Literal["whole", "none"] = Field(description="whole: replicated on every rank; none: not loaded")
     source: str = Field(min_length=1, description="the engine source file:line")
+
+    @model_validator(mode="after")
+    def _modalities_with_limits(self) -> "TowerFlag":
+        if self.zero_limits and "*" not in self.tower_modalities:
+            raise ValueError("zero_limits needs tower_modalities with '*' (the modalities of a wrapper not listed)")
+        if self.tower_modalities and not self.zero_limits:
+            raise ValueError("tower_modalities is read only with zero_limits")
+        return self
+
+    def reads(self, wrapper: str) -> bool:
+        """Whether the wrapper's code reads the flag (model_types)."""
+        return not self.model_types or wrapper in self.model_types
+
+    def modalities(self, wrapper: str, tower: str) -> list[str]:
+        """The modalities a tower serves (tower_modalities: its wrapper's, else '*''s; a tower name neither lists
+        serves a modality of its own name)."""
+        by = self.tower_modalities.get(wrapper) or self.tower_modalities.get("*", {})
+        return by.get(tower) or self.tower_modalities.get("*", {}).get(tower) or [tower]
 
 
 class DraftMethods(BaseModel):
