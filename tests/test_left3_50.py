@@ -91,3 +91,13 @@ def test_a_tower_flag_places_only_the_towers_of_the_wrappers_whose_code_reads_it
     assert command_towers(fw, given, load_model("qwen3-vl-30b-a3b"))[0] == "whole"
     assert command_towers(fw, given, load_model("gemma-3-27b")) is None
 
+
+def test_sglang_mm_enable_dp_encoder_replicates_the_towers_of_the_wrappers_that_read_it() -> None:
+    """sglang 0.5.23 builds the Qwen3-VL family's vision tower replicated under --mm-enable-dp-encoder
+    (qwen3_vl.py:119-128, :1326, :1339): Qwen3-VL-30B-A3B TP2 holds the whole tower a rank; gemma3's wrapper never
+    reads the flag, so its tower stays split."""
+    qwen = "python -m sglang.launch_server --model-path Qwen/Qwen3-VL-30B-A3B-Instruct --tp 2"
+    split, whole = _params_per_card(qwen)[0], _params_per_card(qwen + " --mm-enable-dp-encoder")
+    assert whole[0] > split and "held whole on every rank" in whole[1], (split, whole[0])
+    gemma = "python -m sglang.launch_server --model-path google/gemma-3-27b-it --tp 2"
+    assert _params_per_card(gemma + " --mm-enable-dp-encoder")[0] == _params_per_card(gemma)[0]
