@@ -101,3 +101,51 @@ def test_sglang_mm_enable_dp_encoder_replicates_the_towers_of_the_wrappers_that_
     assert whole[0] > split and "held whole on every rank" in whole[1], (split, whole[0])
     gemma = "python -m sglang.launch_server --model-path google/gemma-3-27b-it --tp 2"
     assert _params_per_card(gemma + " --mm-enable-dp-encoder")[0] == _params_per_card(gemma)[0]
+
+
+_R1_PP2 = ("vllm serve deepseek-ai/DeepSeek-R1 --trust-remote-code --tensor-parallel-size 8 --pipeline-parallel-size 2 "
+           "--nnodes 2 --node-rank 0 --master-addr 10.0.0.1 --max-num-seqs 1 --max-num-batched-tokens 8192 "
+           "--max-model-len 4352 --gpu-memory-utilization 0.95")
+
+
+def _r1_check(command: str) -> tuple[int, str]:
+    return _run("check", "--command", command, "--hardware", "h100_sxm", "--cards", "16", "--isl", "4096", "--osl",
+                "256", "--concurrency", "1", "--format", "json")
+
+
+def test_a_pasted_pp_layer_partition_is_priced_at_the_stages_the_command_runs() -> None:
+    """VLLM_PP_LAYER_PARTITION=11,50 puts 50 of DeepSeek-R1's MoE layers on stage 1 (vLLM 0.34.0
+    distributed/utils.py get_pp_indices): priced at the launch's 31 / 30 before, 45.1 GB a rank; the heaviest
+    stage's memory now, and a split that does not fit is not feasible."""
+    code, out = _r1_check(_R1_PP2)
+    balanced = json.loads(out)["estimation"]
+    code, out = _r1_check("VLLM_PP_LAYER_PARTITION=11,50 " + _R1_PP2)
+    uneven = json.loads(out)["estimation"]
+    assert code == 0 and uneven["memory_per_rank_gb"] > balanced["memory_per_rank_gb"] + 20, (uneven, balanced)
+    assert uneven["tpot_ms"] > balanced["tpot_ms"]
+    code, out = _r1_check("VLLM_PP_LAYER_PARTITION=5,56 " + _R1_PP2)
+    assert code == 1 and json.loads(out)["estimation"]["memory_feasible"] is False, out
+
+
+def test_a_pp_layer_partition_the_engine_refuses_is_refused_naming_it() -> None:
+    code, out = _run("check", "--command", "VLLM_PP_LAYER_PARTITION=11,40 " + _R1_PP2, "--hardware", "h100_sxm",
+                     "--cards", "16", "--isl", "4096", "--osl", "256", "--concurrency", "1")
+    assert code == 2 and "VLLM_PP_LAYER_PARTITION=11,40: 51 layers in all" in out, out
+
+
+def test_a_command_without_a_partition_is_priced_at_the_engines_own_split_of_the_remainder() -> None:
+    """SGLang 0.5.23 gives the remainder to the last stages (srt/distributed/utils.py:136-147): DeepSeek-R1 PP2
+    runs 30 / 31 without SGLANG_PP_LAYER_PARTITION, its last stage (with the head and the MTP layer) heavier than
+    the 31 / 30 the launch prints."""
+    from solver.specs.model_rules import engine_stage_sizes
+
+    assert engine_stage_sizes(61, 2, "last") == (30, 31)
+    assert engine_stage_sizes(61, 4, "before_last") == (15, 15, 16, 15)  # vLLM distributed/utils.py:243-245
+    sg = ("python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --trust-remote-code --tp-size 8 "
+          "--pp-size 2 --ep-size 8 --nnodes 2 --node-rank 0 --dist-init-addr 10.0.0.1:5000 --max-running-requests 2")
+    args = ("--hardware", "h100_sxm", "--cards", "16", "--isl", "4096", "--osl", "1024", "--concurrency", "2",
+            "--format", "json")
+    own = json.loads(_run("check", "--command", sg, *args)[1])
+    launch = json.loads(_run("check", "--command", "SGLANG_PP_LAYER_PARTITION=31,30 " + sg, *args)[1])
+    assert own["estimation"]["memory_per_rank_gb"] > launch["estimation"]["memory_per_rank_gb"]
+    assert any("sglang splits 61 layers as 30,31" in n for n in own["command"]["notes"]), own["command"]

@@ -234,10 +234,14 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
         else:
             r.notes.append(f"{said}: the model's {names} tower is held whole on every rank (replicated, not split "
                            "over TP)")
+    split = command_split(fw, r.given, r.parallel_config.get("pp_size", 1), spec)
+    if split is not None:
+        r.notes.append(split[1])
     dep = Deployment(model=r.model, hardware=hardware, framework=r.framework, world_size=r.world,
                      parallel_config=r.parallel_config, mtp=depth, mtp_accept=mtp_accept,
                      towers=towers[0] if towers is not None else "engine",
                      unloaded_towers=list(towers[2]) if towers is not None else [],
+                     stage_layers=split[0] if split is not None else None,
                      draft="lookup" if lookup else "next_n", verify_tokens=verify,
                      quant=QuantSpecIn(weights=weight_dtype, moe_weights=moe_weight_dtype, kv_cache=kv_dtype),
                      workload=workload)
@@ -288,6 +292,40 @@ def command_towers(fw: Any, given: dict, model: Any) -> tuple[str, str, tuple[st
         return None
     said = ", ".join(dict.fromkeys([*([whole] if whole else []), *unloaded.values()]))
     return ("whole" if whole else "engine"), said, tuple(unloaded)
+
+
+def command_split(fw: Any, given: dict, pp: int, model: Any) -> tuple[list[int], str] | None:
+    """(the decoder layers of each pipeline stage as the command runs them, said) where they differ from the
+    balanced split the estimate prices otherwise: the split its partition variable gives (the launch arg printing
+    `{pp_layer_partition}`), else the engine's own split of a remainder (FrameworkProfile.pp_default_split); None
+    where it runs the balanced one or the profile says neither."""
+    from solver.one_config import stage_split
+    from solver.specs.model_rules import engine_stage_sizes, stage_sizes
+
+    if pp <= 1:
+        return None
+    total = len(model.layers) // model.stage_unit
+    arg = next((a for a in (fw.launch.args if fw.launch else ()) if a.text == "{pp_layer_partition}"), None)
+    slot = slot_of(fw, arg) if arg is not None else None
+    value = given.get(slot) if slot is not None else None
+    if value is not None:
+        try:
+            layers = [int(n) for n in str(value).split(",")]
+        except ValueError:
+            raise InputError("--command", f"{slot_name(slot, fw)}={value}: not a comma-separated list of layer "  # type: ignore[arg-type]
+                                          "counts, which the engine refuses") from None
+        said = f"{slot_name(slot, fw)}={value}"  # type: ignore[arg-type]
+    elif fw.pp_default_split is not None:
+        layers = list(engine_stage_sizes(total, pp, fw.pp_default_split.remainder))
+        unset = f"{slot_name(slot, fw)} not given: " if slot is not None else ""
+        said = f"{unset}{fw.name} splits {total} layers as {','.join(map(str, layers))} ({fw.pp_default_split.source})"
+    else:
+        return None
+    stage_split(layers, model, pp, "--command", said)
+    if tuple(n * model.stage_unit for n in layers) == stage_sizes(len(model.layers), pp, model.stage_unit):
+        return None
+    return layers, (f"{said}: priced at the stages it runs, {', '.join(map(str, layers))} layers (memory per rank "
+                    "the heaviest stage's, the step the slowest stage's)")
 
 
 def lookup_depth(fw: Any, given: dict) -> tuple[int, str] | None:

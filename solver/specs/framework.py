@@ -27,7 +27,7 @@ from solver.specs.launch_spec import (DISAGG_ROLES, POOL_FIGURES, REPLICA_BATCH,
 from solver.specs.profile_rules import KNOB_NAMES, KnobName, Rule
 from solver.specs.profile_serving import EpKernels, FrameworkEfficiency, FrameworkScheduler, FrameworkServing
 from solver.specs.profile_facts import (PREFIX_CACHE_NAMES, DraftMethods, HybridStateLayout, IndexerDecodeBound,
-                                       KVBlocks, LongRequest, MaxContext, NoPrefixCache, RefusedKVScheme, TowerFlag,
+                                       KVBlocks, LongRequest, MaxContext, NoPrefixCache, PPSplit, RefusedKVScheme, TowerFlag,
                                        format_facts)
 from solver.specs.rule_env import model_facts
 
@@ -161,6 +161,9 @@ class FrameworkProfile(BaseModel):
     tower_flags: list[TowerFlag] = Field(
         default_factory=list, description="command arguments that place the vision / audio towers otherwise than "
         "encoder_split_model_types (check --command reads them; a tower not loaded beats one replicated)")
+    pp_default_split: PPSplit | None = Field(
+        None, description="how it splits the layers over pipeline stages where its command names no split "
+        "(check --command prices the split a command runs); None: the balanced split, the first stages one more")
     refused_kv_schemes: list[RefusedKVScheme] = Field(
         default_factory=list, description="checkpoint KV-cache schemes the engine refuses to load (a checkpoint "
         "carrying one is refused by solve, estimate and check; FrameworkProfile.checkpoint_kv_refusal)")

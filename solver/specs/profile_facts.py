@@ -284,3 +284,15 @@ class RefusedKVScheme(BaseModel):
                                "the checkpoint reader reads the scheme)")
     loads: str = Field(min_length=1, description="what the engine loads instead, said in the refusal")
     source: str = Field(min_length=1, description="the engine source file:line")
+
+
+class PPSplit(BaseModel):
+    """How the engine splits the decoder layers over pipeline stages where its command names no split: each stage
+    layers // pp, the remainder one more on the stages `remainder` names (model_rules.engine_stage_sizes)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    remainder: Literal["first", "last", "before_last"] = Field(description="first: the first stages; last: the "
+                                                                "last ones; before_last: from the second-last "
+                                                                "stage backward (the last holds the final norm)")
+    source: str = Field(min_length=1, description="the engine source file:line")
