@@ -149,3 +149,36 @@ def test_a_command_without_a_partition_is_priced_at_the_engines_own_split_of_the
     launch = json.loads(_run("check", "--command", "SGLANG_PP_LAYER_PARTITION=31,30 " + sg, *args)[1])
     assert own["estimation"]["memory_per_rank_gb"] > launch["estimation"]["memory_per_rank_gb"]
     assert any("sglang splits 61 layers as 30,31" in n for n in own["command"]["notes"]), own["command"]
+
+
+def test_fixed_worker_counts_past_the_cards_are_offered_the_counts_that_plan_there_by_value() -> None:
+    """2P4D of Qwen3-8B needs 6 cards at its smallest workers: "--cards 6, or fewer workers" named no count. The
+    second half is now the most workers up to 2P4D the planner finds a deployment at on the 4 cards, and it plans."""
+    argv = ("solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "4", "--serving", "disagg", "--isl", "1024",
+            "--osl", "128", "--time-limit", "3", "--prefill-workers", "2")
+    code, out = _run(*argv, "--decode-workers", "4")
+    assert code == 1 and "--cards 6, or --decode-workers 2 (the most workers up to 2P4D" in out, out
+    assert _run(*argv, "--decode-workers", "2")[0] == 0
+
+
+def test_more_cards_for_fixed_workers_under_an_sla_is_offered_with_the_sla_set_aside() -> None:
+    """The cards that place the workers are not planned at: with an SLA given the remedy says it is set aside, and
+    its changes drop it (a rerun at --cards 20 with --ttft-ms 800 met no SLA)."""
+    from solver import api
+    from solver.errors import InfeasibleError
+
+    try:
+        api.solve("glm-4.5", "mi300x", 8, isl=8192, osl=1024, ttft_ms=800, framework="atom", serving="disagg",
+                  decode_workers=4)
+    except InfeasibleError as exc:
+        ways = [w for r in exc.remedies.options for w in r.ways]
+        assert "--cards 20 (room for them, SLAs aside)" in str(exc), str(exc)
+        assert any({c.option for c in w} == {"--cards 20", "no --ttft-ms"} for w in ways), ways
+    else:
+        raise AssertionError("planned")
+
+
+def test_recommend_past_the_cluster_cap_names_only_the_target_it_can_give_a_value() -> None:
+    code, out = _run("recommend", "qwen3-8b", "--hardware", "h100_sxm", "--isl", "1024", "--osl", "128",
+                     "--target-output-tokens-per-s", "1000000000", "--cards", "1..8", "--time-limit", "3")
+    assert code == 1 and "what would fit: a target up to" in out and "carry more per card" not in out, out
