@@ -427,6 +427,8 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     # the towers as the command runs them (whole, or none loaded, or some not loaded)
     spec = spec.towers_as(dep.towers, tuple(dep.unloaded_towers))
     if dep.stage_layers is not None:  # the pipeline stages as the command splits them
+        from solver.specs.model_rules import stage_split
+
         spec = spec.with_stage_layers(stage_split(dep.stage_layers, spec, dep.parallel_config.get("pp_size", 1),
                                                   at("stage_layers")))
     if dep.draft == "lookup":  # the drafts are looked up, not drafted: the target alone verifies 1 + mtp tokens
@@ -488,22 +490,6 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     if note and not r.violations["A"]:  # else the model check already names it, in the file's own keys
         r.violations["A"].insert(0, note)
     return CheckResult(spec, hw, fw, pc, wl, r)
-
-
-def stage_split(layers: list[int], model: Any, pp: int, field: str, said: str | None = None) -> tuple[int, ...]:
-    """A pipeline split as the engines take one (vLLM 0.34.0 / SGLang 0.5.23 distributed/utils.py get_pp_indices
-    refuse a count of stages other than pp or a sum other than the layers): a stage per pp rank, the model's decoder
-    layers in all, each stage at least one (a stage of none is not priced). `said`: the split as given."""
-    total = len(model.layers) // model.stage_unit
-    said = said or ",".join(map(str, layers))
-    if len(layers) != pp:
-        raise InputError(field, f"{said}: {len(layers)} stages, while pp_size is {pp}; the engine refuses it")
-    if sum(layers) != total:
-        raise InputError(field, f"{said}: {sum(layers)} layers in all, while {model.name} has {total}; the engine "
-                                "refuses it")
-    if min(layers) < 1:
-        raise InputError(field, f"{said}: a stage of no layers is not priced")
-    return tuple(layers)
 
 
 def check_command_deployment(r: Any, dep: Any, hardware: str) -> Any:

@@ -18,7 +18,8 @@ def _run(*argv: str) -> tuple[int, str]:
 
 def _ct_folder(tmp_path: Path, kv_type: str) -> str:
     """Llama-3.1-8B's config with a compressed-tensors FP8 checkpoint carrying a kv_cache_scheme of `kv_type`."""
-    cfg = json.loads((Path(__file__).resolve().parents[1] / "models" / "meta-llama--Meta-Llama-3.1-8B.json").read_text())
+    models = Path(__file__).resolve().parents[1] / "models"
+    cfg = json.loads((models / "meta-llama--Meta-Llama-3.1-8B.json").read_text())
     cfg["quantization_config"] = {
         "quant_method": "compressed-tensors", "format": "float-quantized", "ignore": ["lm_head"],
         "config_groups": {"group_0": {"targets": ["Linear"],

@@ -299,8 +299,7 @@ def command_split(fw: Any, given: dict, pp: int, model: Any) -> tuple[list[int],
     balanced split the estimate prices otherwise: the split its partition variable gives (the launch arg printing
     `{pp_layer_partition}`), else the engine's own split of a remainder (FrameworkProfile.pp_default_split); None
     where it runs the balanced one or the profile says neither."""
-    from solver.one_config import stage_split
-    from solver.specs.model_rules import engine_stage_sizes, stage_sizes
+    from solver.specs.model_rules import engine_stage_sizes, stage_sizes, stage_split
 
     if pp <= 1:
         return None
@@ -309,12 +308,12 @@ def command_split(fw: Any, given: dict, pp: int, model: Any) -> tuple[list[int],
     slot = slot_of(fw, arg) if arg is not None else None
     value = given.get(slot) if slot is not None else None
     if value is not None:
+        said = f"{slot_name(slot, fw)}={value}"  # type: ignore[arg-type]
         try:
             layers = [int(n) for n in str(value).split(",")]
         except ValueError:
-            raise InputError("--command", f"{slot_name(slot, fw)}={value}: not a comma-separated list of layer "  # type: ignore[arg-type]
-                                          "counts, which the engine refuses") from None
-        said = f"{slot_name(slot, fw)}={value}"  # type: ignore[arg-type]
+            raise InputError("--command", f"{said}: not a comma-separated list of layer counts, which the engine "
+                                          "refuses") from None
     elif fw.pp_default_split is not None:
         layers = list(engine_stage_sizes(total, pp, fw.pp_default_split.remainder))
         unset = f"{slot_name(slot, fw)} not given: " if slot is not None else ""

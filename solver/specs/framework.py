@@ -27,8 +27,8 @@ from solver.specs.launch_spec import (DISAGG_ROLES, POOL_FIGURES, REPLICA_BATCH,
 from solver.specs.profile_rules import KNOB_NAMES, KnobName, Rule
 from solver.specs.profile_serving import EpKernels, FrameworkEfficiency, FrameworkScheduler, FrameworkServing
 from solver.specs.profile_facts import (PREFIX_CACHE_NAMES, DraftMethods, HybridStateLayout, IndexerDecodeBound,
-                                       KVBlocks, LongRequest, MaxContext, NoPrefixCache, PPSplit, RefusedKVScheme, TowerFlag,
-                                       format_facts)
+                                       KVBlocks, LongRequest, MaxContext, NoPrefixCache, PPSplit, RefusedKVScheme,
+                                       TowerFlag, format_facts)
 from solver.specs.rule_env import model_facts
 
 if TYPE_CHECKING:

@@ -2,6 +2,7 @@
 single-config commands refuse before they estimate."""
 from __future__ import annotations
 
+from solver.errors import InputError
 from solver.specs.framework import FrameworkProfile
 from solver.specs.model import ModelSpec
 from solver.specs.knobs import neutral
@@ -28,6 +29,22 @@ def engine_stage_sizes(num_layers: int, pp: int, remainder: str = "first") -> tu
     for i in list(order)[:extra]:
         out[i] += 1
     return tuple(out)
+
+
+def stage_split(layers: list[int], model: ModelSpec, pp: int, field: str, said: str | None = None) -> tuple[int, ...]:
+    """A pipeline split as the engines take one (vLLM 0.34.0 / SGLang 0.5.23 distributed/utils.py get_pp_indices
+    refuse a count of stages other than pp or a sum other than the layers): a stage per pp rank, the model's decoder
+    layers in all, each stage at least one (a stage of none is not priced). `said`: the split as given."""
+    total = len(model.layers) // model.stage_unit
+    said = said or ",".join(map(str, layers))
+    if len(layers) != pp:
+        raise InputError(field, f"{said}: {len(layers)} stages, while pp_size is {pp}; the engine refuses it")
+    if sum(layers) != total:
+        raise InputError(field, f"{said}: {sum(layers)} layers in all, while {model.name} has {total}; the engine "
+                                "refuses it")
+    if min(layers) < 1:
+        raise InputError(field, f"{said}: a stage of no layers is not priced")
+    return tuple(layers)
 
 
 def model_stage_sizes(model: ModelSpec, pp: int) -> tuple[int, ...]:
