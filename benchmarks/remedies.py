@@ -29,6 +29,11 @@ Remedy kinds (the text each is read from):
   disagg_fewest_cards "M cards (x prefill worker(s) of P ranks and y decode worker(s) of D)", the other alternative
                   of "--concurrency N, or M cards (...)": --cards M -> exit 0 (M past RERUN_CARDS: counted, not
                   rerun)
+  disagg_fewer_workers "--cards N, or --decode-workers D (the most workers up to xPyD the planner finds a
+                  deployment at on C cards)", the other alternative (fixed counts, --workers): the counts -> exit 0
+  disagg_fixed_cards "what would fit: --cards N[ (room for them, SLAs aside)][, or ...]" (fixed worker counts):
+                  --cards N (the SLAs dropped where set aside) -> exit 0
+  disagg_rate_match "--prefill-workers / --decode-workers left to the rate match": both dropped -> exit 0
   serving_agg     "--serving agg (the planner found an aggregated configuration on ...)": --serving agg -> exit 0
   launchable_cards "A (n nodes x r) or B (...) ranks spread evenly over their nodes": each, --cards A -> exit 0
   (recommend: a remedy said "what would fit (a configuration on W cards, the load target aside)" works where the
@@ -43,6 +48,7 @@ Remedy kinds (the text each is read from):
 
     python benchmarks/remedies.py --cases 40 --seed 0
     python benchmarks/remedies.py --cases 40 --seed 2 --disagg     # solve --serving disagg only
+    python benchmarks/remedies.py --cases 40 --seed 2 --disagg --workers   # with fixed worker counts
 """
 from __future__ import annotations
 
@@ -316,6 +322,18 @@ def trials(kind: str, argv: list[str], code: int, text: str) -> list[Trial]:
             SKIPPED["disagg_fewest_cards"] += 1
             continue
         out.append(_simple("disagg_fewest_cards", with_flag(argv, "--cards", number(m.group(1)))))
+    for m in re.finditer(r"or ((?:--(?:prefill|decode)-workers \d+ ?)+) \(the most workers up to", text):
+        new = argv
+        for flag, n in re.findall(r"(--(?:prefill|decode)-workers) (\d+)", m.group(1)):
+            new = with_flag(new, flag, n)
+        out.append(_simple("disagg_fewer_workers", new))
+    for m in re.finditer(r"what would fit: --cards ([\d,]+)( \(room for them, SLAs aside\))?(?=, or --|;|\)|\s*$)",
+                         text):
+        base = _no_sla(argv) if m.group(2) else argv
+        out.append(_simple("disagg_fixed_cards", with_flag(base, "--cards", number(m.group(1)))))
+    if "--prefill-workers / --decode-workers left to the rate match" in text:
+        out.append(_simple("disagg_rate_match", with_flag(with_flag(argv, "--prefill-workers", None),
+                                                          "--decode-workers", None)))
     if re.search(r"--serving agg \(the planner found an aggregated configuration", text):
         out.append(_simple("serving_agg", with_flag(argv, "--serving", "agg")))
     m = re.search(r"what would fit: ((?:\d+ \(\d+ nodes? x \d+\)(?: or )?)+) ranks spread evenly", text)
@@ -335,6 +353,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--disagg", action="store_true",
                     help="draw disaggregated requests only (solve --serving disagg), the same draws otherwise")
+    ap.add_argument("--workers", action="store_true",
+                    help="with --disagg: fix worker counts (--prefill-workers / --decode-workers, drawn apart so the "
+                         "requests are --disagg's own otherwise)")
     ap.add_argument("--messages", type=Path, default=None,
                     help="write each request and its answer (exit code, text) here, to diff two trees' messages")
     args = ap.parse_args()
@@ -347,6 +368,11 @@ def main() -> None:
     by_command: dict = collections.defaultdict(collections.Counter)  # command -> remedy kind -> remedies tried
     for i in range(args.cases):
         kind, argv = draw(rng, args.disagg)
+        if args.workers and kind == "disagg":  # its own generator: the draws above stay --disagg's
+            wr = random.Random(args.seed * 7919 + i)
+            for flag in ("--prefill-workers", "--decode-workers"):
+                n = wr.choice((None, 1, 2, 3, 4, 6))
+                argv = with_flag(argv, flag, str(n)) if n else argv
         code, text = run(argv)
         outcomes[(kind, code)] += 1
         if log:

@@ -230,7 +230,8 @@ def refuse_unlaunchable_kv(fw: FrameworkProfile, kv_dtype: str | None, flag: str
                            model: ModelSpec | None = None, hw: Hardware | None = None) -> None:
     """A KV-cache format the engine's command cannot ask for is bad input to the planner (exit 2): its plans
     could not be launched (`launch` refuses the same format, FrameworkProfile.kv_dtype_refusal). A name that is no
-    number format is refused as such first: no engine's spelling is the problem there."""
+    number format is refused as such first: no engine's spelling is the problem there. `model`'s checkpoint KV
+    scheme the engine refuses to load is refused too (FrameworkProfile.checkpoint_kv_refusal)."""
     if kv_dtype is not None:
         from solver.specs.dtypes import number_format
 
@@ -238,6 +239,10 @@ def refuse_unlaunchable_kv(fw: FrameworkProfile, kv_dtype: str | None, flag: str
     refusal = fw.kv_dtype_refusal(kv_dtype, model, hw)
     if refusal:
         raise InputError(flag, f"{refusal}; a plan under {fw.name} could not be launched with it")
+    # a checkpoint KV scheme the engine refuses to load stops it whatever the KV format asked for
+    ckpt = fw.checkpoint_kv_refusal(model) if model is not None else None
+    if ckpt:
+        raise InputError(*ckpt)
 
 
 def refuse_unrunnable_weights(fw: FrameworkProfile, prec: Precision, model: ModelSpec, hw: Hardware,
@@ -327,6 +332,7 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
 
     refuse_unknown_method(method)
     spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework)
+    refuse_unlaunchable_kv(fw, kv_dtype, model=spec, hw=hw)
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     refuse_unrunnable_weights(fw, prec, spec, hw, weight_dtype, moe_weight_dtype)
     res: DisaggResult = plan_disagg(spec, hw, prec, fw, cards, scenario, params, allow_cross_node, top=top,

@@ -420,7 +420,17 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     fw.check_vendor(hw.name, hw.vendor, given_as.get("framework") or at("framework"))
     fw.check_model(spec, given_as.get("framework") or at("framework"), hw.vendor)
     dep.check_derived(world, origin or "parallel_config", fw.replica_knobs)  # attn_dp_size may be the engine's DP
-    spec = spec.towers_as(dep.towers)  # the towers as the command runs them (whole, or none loaded)
+    odd = [t for t in dep.unloaded_towers if t not in {e.name for e in spec.encoders}]
+    if odd:
+        raise InputError(at("unloaded_towers"), f"{', '.join(odd)}: not a tower of {spec.name} (its towers: "
+                                                f"{', '.join(e.name for e in spec.encoders) or 'none'})")
+    # the towers as the command runs them (whole, or none loaded, or some not loaded)
+    spec = spec.towers_as(dep.towers, tuple(dep.unloaded_towers))
+    if dep.stage_layers is not None:  # the pipeline stages as the command splits them
+        from solver.specs.model_rules import stage_split
+
+        spec = spec.with_stage_layers(stage_split(dep.stage_layers, spec, dep.parallel_config.get("pp_size", 1),
+                                                  at("stage_layers")))
     if dep.draft == "lookup":  # the drafts are looked up, not drafted: the target alone verifies 1 + mtp tokens
         spec = spec.without_next_n()
     else:
@@ -469,6 +479,9 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     kv_refusal = fw.kv_dtype_refusal(dep.quant.kv_cache, spec, hw)  # the engine cannot run it: launch refuses, solve too
     if kv_refusal:
         r.violations["C"].append(f"quant.kv_cache: {kv_refusal}; launch refuses it and solve does not plan it")
+    ckpt_kv = fw.checkpoint_kv_refusal(spec)  # the engine stops loading the checkpoint: nothing runs
+    if ckpt_kv:
+        r.violations["C"].append(f"{ckpt_kv[0]}: {ckpt_kv[1]}")
     from solver.entry import chosen_by_flags
 
     chosen = chosen_by_flags(dep.quant.weights, dep.quant.moe_weights, ("quant.weights", "quant.moe_weights"))

@@ -108,7 +108,8 @@ def test_a_compressed_tensors_int8_kv_scheme_is_not_what_kv_dtype_auto_runs(tmp_
     for kv_type, bytes_ in (("int", 2), ("float", 1)):
         (tmp_path / kv_type).mkdir()
         folder = _folder(tmp_path / kv_type, quantization_config=_ct(kv_type))
-        for fw in ("vllm", "sglang"):
+        # vLLM refuses the int scheme outright (test_left3_50): SGLang's 16-bit cache is what it runs
+        for fw in ("vllm", "sglang") if kv_type == "float" else ("sglang",):
             assert f'"kv_bytes": {bytes_}' in _estimate_json(folder, fw), (kv_type, fw)
 
 

@@ -501,8 +501,10 @@ def cluster_cap_note(most: float, copies: int, cards: int, per_copy: float, tok_
     """The load is past what MAX_CARDS cards carry as copies of any size tried (the best `copies` of `cards` at
     `per_copy` each, `most` together): that cap binds, and a share of the load that fits is the remedy."""
     clusters = math.ceil(tok_s / most)
-    fit = remedies(Remedy(f"a target up to {most:,.0f} (the load split over {clusters:,} clusters), or sizes that "
-                          "carry more per card", (Change("--target-output-tokens-per-s", round(most)),)))
+    # no size tried carries more per card than the best of them, and one outside those tried is not planned: only
+    # the target has a value to name
+    fit = remedies(Remedy(f"a target up to {most:,.0f} (the load split over {clusters:,} clusters)",
+                          (Change("--target-output-tokens-per-s", round(most)),)))
     return (f"binding: the cap of {MAX_CARDS:,} cards in all (the most a cluster may have here), where the sizes "
             f"tried carry at most {most:,.0f} output tokens/s ({copies:,} copies of {_cards(cards)} at "
             f"{per_copy:,.0f} each); {fit.text()}")

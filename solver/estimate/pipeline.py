@@ -24,7 +24,7 @@ from solver.estimate.stage_ranks import STAGE_MAJOR, global_rank
 from solver.memo import IdentityMemo
 from solver.specs.layers.base import ACT_BYTES
 from solver.specs.model import ModelSpec
-from solver.specs.model_rules import stage_sizes
+from solver.specs.model_rules import model_stage_sizes
 
 
 @dataclass(frozen=True)
@@ -115,12 +115,12 @@ def distinct_stages(model: ModelSpec, pp: int) -> tuple[Stage, ...]:
 
 
 def _build_stages(model: ModelSpec, pp: int) -> tuple[Stage, ...]:
-    sizes = stage_sizes(len(model.layers), pp, model.stage_unit)
+    sizes = model_stage_sizes(model, pp)  # a command's own split where it carries one
     out, start = [], 0
     for i, n in enumerate(sizes):
         last = i == pp - 1
         sub = replace(model, layers=model.layers[start:start + n],
-                      mtp_modules=model.mtp_modules if last else ())
+                      mtp_modules=model.mtp_modules if last else (), stage_layers=())
         out.append(Stage(i, sub, i == 0, last))
         start += n
     return tuple(out)

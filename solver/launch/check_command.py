@@ -218,50 +218,113 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
                 WorkloadSpec(phase="decode", batch=concurrency, isl=isl, osl=osl) if phase == "decode" else
                 WorkloadSpec(phase="prefill", batch=concurrency, seq_len=isl))
     # the towers as the command places them: replicated whole on every rank, or not loaded
-    towers = command_towers(fw, r.given)
+    spec = load_model(r.model)
+    towers = command_towers(fw, r.given, spec)
     flags = {tf.flag for tf in fw.tower_flags}
     r.not_read = [n for n in r.not_read if n not in flags]  # read: they place the towers (or leave them be)
     if towers is not None:
-        if load_model(r.model).encoders:
-            r.notes.append(f"{towers[1]}: the model's {'/'.join(e.name for e in load_model(r.model).encoders)} "
-                           "tower " + ("is not loaded: priced without it" if towers[0] == "none" else
-                                       "is held whole on every rank (replicated, not split over TP)"))
+        mode, said, unloaded = towers
+        names = "/".join(e.name for e in spec.encoders)
+        if mode == "none":
+            r.notes.append(f"{said}: the model's {names} tower is not loaded: priced without it")
+        elif unloaded:
+            r.notes.append(f"{said}: the model's {'/'.join(unloaded)} tower is not loaded (every modality it serves "
+                           "is limited to 0): priced without it" +
+                           ("; the rest held whole on every rank" if mode == "whole" else ""))
+        else:
+            r.notes.append(f"{said}: the model's {names} tower is held whole on every rank (replicated, not split "
+                           "over TP)")
+    split = command_split(fw, r.given, r.parallel_config.get("pp_size", 1), spec)
+    if split is not None:
+        r.notes.append(split[1])
     dep = Deployment(model=r.model, hardware=hardware, framework=r.framework, world_size=r.world,
                      parallel_config=r.parallel_config, mtp=depth, mtp_accept=mtp_accept,
                      towers=towers[0] if towers is not None else "engine",
+                     unloaded_towers=list(towers[2]) if towers is not None else [],
+                     stage_layers=split[0] if split is not None else None,
                      draft="lookup" if lookup else "next_n", verify_tokens=verify,
                      quant=QuantSpecIn(weights=weight_dtype, moe_weights=moe_weight_dtype, kv_cache=kv_dtype),
                      workload=workload)
     return r, dep
 
 
-def command_towers(fw: Any, given: dict) -> tuple[str, str] | None:
-    """(how the command places the vision / audio towers, "whole" or "none", and the arguments that say so, as
-    written) where it gives a tower flag of the profile (FrameworkProfile.tower_flags) that sets it; a tower not
-    loaded beats one replicated; None: the engine's layout."""
+def command_towers(fw: Any, given: dict, model: Any) -> tuple[str, str, tuple[str, ...]] | None:
+    """(how the command places `model`'s vision / audio towers, "whole", "none" or "engine"; the arguments that
+    say so, as written; the towers it leaves unloaded beside that) where it gives a tower flag of the profile
+    (FrameworkProfile.tower_flags) that sets one: a flag the tower's wrapper does not read (TowerFlag.model_types)
+    places nothing, a per-modality limit leaves a tower unloaded where every modality it serves is 0
+    (TowerFlag.modalities), and a tower not loaded beats one replicated. "none": no tower is loaded; None: the
+    engine's layout."""
     import json
 
-    found: dict[str, str] = {}
+    towers = {e.name: e.wrapper for e in model.encoders}
+    whole, unloaded = None, {}  # the arguments that replicate; tower -> the arguments that leave it unloaded
     for tf in fw.tower_flags:
         value = given.get(("flag", tf.flag))
-        if value is None or tf.towers in found:
+        read = [name for name, wrapper in towers.items() if tf.reads(wrapper)]
+        if value is None or not read:
             continue
+        said = f"{tf.flag}{'' if tf.value is None and not tf.zero_limits else f' {value}'}"
         if tf.zero_limits:
             try:
                 limits = json.loads(value)
             except ValueError:
                 continue  # not JSON: the engine refuses it, not a placement to price
-            counts = [limits.get(m, {}).get("count") if isinstance(limits.get(m), dict) else limits.get(m)
-                      for m in tf.zero_limits] if isinstance(limits, dict) else []
-            if not counts or any(c != 0 for c in counts):
+            if not isinstance(limits, dict):
                 continue
-        elif tf.value is not None and value != tf.value:
+
+            def limit(m: str) -> Any:
+                v = limits.get(m)
+                return v.get("count") if isinstance(v, dict) else 999 if v is None else v  # unset: the engine's 999
+            hit = [name for name in read if all(limit(m) == 0 for m in tf.modalities(towers[name], name))]
+        elif tf.value is not None and value != tf.value or tf.value is None and value.lower() in ("false", "0"):
             continue
-        elif tf.value is None and value.lower() in ("false", "0"):
-            continue
-        found[tf.towers] = f"{tf.flag}{'' if tf.value is None and not tf.zero_limits else f' {value}'}"
-    mode = "none" if "none" in found else "whole" if "whole" in found else None
-    return (mode, found[mode]) if mode else None
+        else:
+            hit = read
+        if tf.towers == "none":
+            for name in hit:
+                unloaded.setdefault(name, said)
+        elif hit and whole is None:
+            whole = said
+    if towers and set(unloaded) == set(towers):
+        return "none", ", ".join(dict.fromkeys(unloaded.values())), ()
+    if whole is None and not unloaded:
+        return None
+    said = ", ".join(dict.fromkeys([*([whole] if whole else []), *unloaded.values()]))
+    return ("whole" if whole else "engine"), said, tuple(unloaded)
+
+
+def command_split(fw: Any, given: dict, pp: int, model: Any) -> tuple[list[int], str] | None:
+    """(the decoder layers of each pipeline stage as the command runs them, said) where they differ from the
+    balanced split the estimate prices otherwise: the split its partition variable gives (the launch arg printing
+    `{pp_layer_partition}`), else the engine's own split of a remainder (FrameworkProfile.pp_default_split); None
+    where it runs the balanced one or the profile says neither."""
+    from solver.specs.model_rules import engine_stage_sizes, stage_sizes, stage_split
+
+    if pp <= 1:
+        return None
+    total = len(model.layers) // model.stage_unit
+    arg = next((a for a in (fw.launch.args if fw.launch else ()) if a.text == "{pp_layer_partition}"), None)
+    slot = slot_of(fw, arg) if arg is not None else None
+    value = given.get(slot) if slot is not None else None
+    if value is not None:
+        said = f"{slot_name(slot, fw)}={value}"  # type: ignore[arg-type]
+        try:
+            layers = [int(n) for n in str(value).split(",")]
+        except ValueError:
+            raise InputError("--command", f"{said}: not a comma-separated list of layer counts, which the engine "
+                                          "refuses") from None
+    elif fw.pp_default_split is not None:
+        layers = list(engine_stage_sizes(total, pp, fw.pp_default_split.remainder))
+        unset = f"{slot_name(slot, fw)} not given: " if slot is not None else ""
+        said = f"{unset}{fw.name} splits {total} layers as {','.join(map(str, layers))} ({fw.pp_default_split.source})"
+    else:
+        return None
+    stage_split(layers, model, pp, "--command", said)
+    if tuple(n * model.stage_unit for n in layers) == stage_sizes(len(model.layers), pp, model.stage_unit):
+        return None
+    return layers, (f"{said}: priced at the stages it runs, {', '.join(map(str, layers))} layers (memory per rank "
+                    "the heaviest stage's, the step the slowest stage's)")
 
 
 def lookup_depth(fw: Any, given: dict) -> tuple[int, str] | None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
-from solver.errors import Change, InfeasibleError, InputError, Remedy, remedies
+from solver.errors import Change, InfeasibleError, InputError, Remedy, either, remedies
 from solver.estimate.compute import factors_for
 from solver.estimate.closed_loop import first_wave_groups, synced_ranks
 from solver.estimate.disagg import (DisaggEstimate, DisaggWorkload, burst_blend, burst_weight, closed_loop_rate,
@@ -199,32 +199,14 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
     if not diagnose and not pairs:
         raise InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}")
     if not pairs and fixed.given:
-        raise fixed_unplaceable(fixed, fronts, cards, hw, model)
+        raise fixed_unplaceable(fixed, fronts, cards, hw, model, scenario, job)
     if not pairs:
         from solver.plan.disagg_remedies import no_pair, unpairable  # they import this module: imported where asked
 
         if _pairs(scenario, fronts, cards):
             raise unpairable(job, scenario, fronts)
         raise no_pair(job, scenario, fronts, skipped)
-    lat0, inv0 = min(t.lat for t in pairs), min(t.inv for t in pairs)
-    pairs.sort(key=lambda t: scenario.score(t.lat, t.inv, lat0, inv0))  # the scenario's own order, on the ratio
-    evaluated, rejected = _shortlist(job, scenario, pairs[:MAX_EVALUATED])
-    if not evaluated and scenario.ttft_ms is not None:
-        # none the ratio ranks first meets the TTFT SLA (the first wave's burst, which the ratio leaves aside, is
-        # past it at their concurrency): the rest in the same order, those whose TTFT with the burst
-        # (burst_ttft) is within the SLA, so that the best the SLA allows is found, not the lowest concurrency
-        tried = {id(t) for t in pairs[:MAX_EVALUATED]}
-        phi = job.burst_phi
-        within = [t for t in pairs if id(t) not in tried and burst_ttft(t, phi) <= scenario.ttft_ms / 1e3]
-        evaluated, more = _shortlist(job, scenario, within[:MAX_EVALUATED])
-        rejected += more
-        tried |= {id(t) for t in within[:MAX_EVALUATED]}
-    if not evaluated and scenario.ttft_ms is not None:
-        # nor those: look where the SLA's floor is looked for (the pairs of lowest TTFT estimate,
-        # disagg_remedies._sla_floor), so that an SLA at the floor the remedy names is met
-        evaluated, more = _shortlist(job, scenario, [t for t in sorted(pairs, key=ttft_order)[:MAX_EVALUATED]
-                                                     if id(t) not in tried])
-        rejected += more
+    evaluated, rejected = _evaluated(job, scenario, pairs)
     if not evaluated and not diagnose:
         raise InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}")
     if not evaluated:
@@ -298,10 +280,38 @@ class Workers(NamedTuple):
                 f"{self.decode if self.decode is not None else 'y'}D")
 
 
-def fixed_unplaceable(fixed: Workers, fronts: dict, cards: int, hw: Hardware, model: ModelSpec) -> InfeasibleError:
+def _evaluated(job: "_Job", scenario: Scenario, pairs: list["_Pair"]) -> tuple[list[DisaggPlan], list[str]]:
+    """(the pairs the full serving model finds within the SLA, up to SHORTLIST, the SLA families the others missed):
+    the first MAX_EVALUATED in the scenario's order (sorted in place), then, where none meets a TTFT SLA, those whose
+    TTFT with the first wave's burst is within it, then those of lowest TTFT estimate."""
+    lat0, inv0 = min(t.lat for t in pairs), min(t.inv for t in pairs)
+    pairs.sort(key=lambda t: scenario.score(t.lat, t.inv, lat0, inv0))  # the scenario's own order, on the ratio
+    evaluated, rejected = _shortlist(job, scenario, pairs[:MAX_EVALUATED])
+    if not evaluated and scenario.ttft_ms is not None:
+        # none the ratio ranks first meets the TTFT SLA (the first wave's burst, which the ratio leaves aside, is
+        # past it at their concurrency): the rest in the same order, those whose TTFT with the burst
+        # (burst_ttft) is within the SLA, so that the best the SLA allows is found, not the lowest concurrency
+        tried = {id(t) for t in pairs[:MAX_EVALUATED]}
+        phi = job.burst_phi
+        within = [t for t in pairs if id(t) not in tried and burst_ttft(t, phi) <= scenario.ttft_ms / 1e3]
+        evaluated, more = _shortlist(job, scenario, within[:MAX_EVALUATED])
+        rejected += more
+        tried |= {id(t) for t in within[:MAX_EVALUATED]}
+    if not evaluated and scenario.ttft_ms is not None:
+        # nor those: look where the SLA's floor is looked for (the pairs of lowest TTFT estimate,
+        # disagg_remedies._sla_floor), so that an SLA at the floor the remedy names is met
+        evaluated, more = _shortlist(job, scenario, [t for t in sorted(pairs, key=ttft_order)[:MAX_EVALUATED]
+                                                     if id(t) not in tried])
+        rejected += more
+    return evaluated, rejected
+
+
+def fixed_unplaceable(fixed: Workers, fronts: dict, cards: int, hw: Hardware, model: ModelSpec,
+                      scenario: Scenario | None = None, job: "_Job | None" = None) -> InfeasibleError:
     """No pair at the user's worker counts: the fewest cards they take at the smallest feasible worker sizes
-    (more than `cards`: the remedy), or, where those fit the cards, that none of the pairs at those counts pairs
-    or serves the load (more cards are then no remedy), or that no worker size of a pool is feasible at all."""
+    (more than `cards`: the remedy, beside the most workers up to the user's whose pools pair on `cards`,
+    fewer_workers), or, where those fit the cards, that none of the pairs at those counts pairs or serves the load
+    (more cards are then no remedy), or that no worker size of a pool is feasible at all."""
     wp = min(fronts["prefill"], default=None)
     wd = min(fronts["decode"], default=None)
     if wp is None or wd is None:
@@ -310,17 +320,60 @@ def fixed_unplaceable(fixed: Workers, fronts: dict, cards: int, hw: Hardware, mo
                                ["B.cards"])
     least = (fixed.prefill or 1) * wp + (fixed.decode or 1) * wd
     smallest = f"the smallest feasible workers are {wp} ranks (prefill) and {wd} (decode)"
+    checked = scenario is not None and job is not None  # each alternative offered is one the planner plans
+    fewer = fewer_workers(fixed, fronts, cards, scenario, job) if checked else None  # type: ignore[arg-type]
+    counts = (Remedy(f"{' '.join(c.option for c in fewer)} (the most workers up to {fixed.label()} the planner "
+                     f"finds a deployment at on {cards} cards)", fewer) if fewer else None)
     if least <= cards:
+        free = (Remedy("--prefill-workers / --decode-workers left to the rate match",
+                       tuple(Change(f, None) for f, n in (("--prefill-workers", fixed.prefill),
+                                                          ("--decode-workers", fixed.decode)) if n is not None))
+                if checked and _plans_at(job, scenario, fronts, cards, Workers()) else None)  # type: ignore[arg-type]
         return InfeasibleError(f"no disaggregated deployment at {fixed.label()} on {cards} cards: {smallest}, "
                                f"{least} cards at {fixed.label()}, but none of its pairs pairs or serves the load "
                                "(a --concurrency / --max-concurrency the decode workers' batches do not share, or "
-                               "pools the KV transfer cannot pair)", ["B.cards"],
-                               remedies("other worker counts, or --prefill-workers / --decode-workers left to the "
-                                        "rate match"))
+                               "pools the KV transfer cannot pair)", ["B.cards"], remedies(either(counts, free)))
     need = cards_for(model, hw, wp, wd, least)  # both sizes worker sizes of the cards (disagg_pools.worker_sizes)
+    # the cards that place those workers are not planned here: with an SLA it is set aside (the fronts at `need`
+    # cards are another plan's)
+    from solver.plan.memory_remedies import sla_changes_aside
+
+    aside = sla_changes_aside(scenario) if scenario is not None else ()
+    room = Remedy(f"--cards {need}" + (" (room for them, SLAs aside)" if aside else ""),
+                  (Change("--cards", need), *aside))
     return InfeasibleError(f"no disaggregated deployment at {fixed.label()} within {cards} cards: {smallest}, so "
                            f"{fixed.label()} takes {need} cards at least", ["B.cards"],
-                           remedies(Remedy(f"--cards {need}, or fewer workers", (Change("--cards", need),))))
+                           remedies(either(room, counts)))
+
+
+def _plans_at(job: "_Job", scenario: Scenario, fronts: dict, cards: int, workers: Workers) -> bool:
+    """Whether the planner finds a deployment within the SLA at these worker counts (Workers(): the rate match) on
+    `cards`, as plan_disagg plans one: a pair of the pools (_pairs) that the full serving model keeps (_evaluated)."""
+    pairs = _pairs(scenario, fronts, cards, job.fw, job.model, workers)
+    return bool(pairs) and bool(_evaluated(job, scenario, pairs)[0])
+
+
+# the most worker counts fewer_workers tries (each its pairs walked and up to MAX_EVALUATED x 3 of them estimated)
+FEWER_TRIES = 8
+
+
+def fewer_workers(fixed: Workers, fronts: dict, cards: int, scenario: Scenario, job: "_Job"
+                  ) -> tuple[Change, ...] | None:
+    """The changes to the user's fixed worker counts that keep the most workers (each count at most the user's,
+    the pools' total nearest theirs) whose smallest feasible sizes fit `cards` and at which the planner finds a
+    deployment within the SLA (_pairs at those counts, _evaluated of them, as plan_disagg plans a rerun); None
+    where none of the first FEWER_TRIES counts does."""
+    wp, wd = min(fronts["prefill"]), min(fronts["decode"])
+    fits = [Workers(p, d) for p in (range(fixed.prefill, 0, -1) if fixed.prefill else [None])
+            for d in (range(fixed.decode, 0, -1) if fixed.decode else [None])
+            if (p, d) != (fixed.prefill, fixed.decode) and (p or 1) * wp + (d or 1) * wd <= cards]
+    fits.sort(key=lambda w: -((w.prefill or 0) + (w.decode or 0)))
+    for w in fits[:FEWER_TRIES]:
+        if _plans_at(job, scenario, fronts, cards, w):
+            return tuple(Change(flag, n) for flag, n, asked in (("--prefill-workers", w.prefill, fixed.prefill),
+                                                               ("--decode-workers", w.decode, fixed.decode))
+                         if n is not None and n != asked)
+    return None
 
 
 def _pairs(scenario: Scenario, fronts: dict, cards: int, fw: FrameworkProfile | None = None,

@@ -17,7 +17,7 @@ from solver.specs.framework import DP_MAJOR, FrameworkProfile
 from solver.specs.rule_env import device_facts, model_env, unstated_platform_note
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
-from solver.specs.model_rules import model_problems
+from solver.specs.model_rules import model_problems, model_stage_sizes
 from solver.specs.knobs import DERIVED
 from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs
 from solver.specs.precision import Precision
@@ -160,7 +160,12 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
 
     if pc.pp_size > 1 and pc.world_size % pc.pp_size == 0:
         L, pp = model.num_layers // model.stage_unit, pc.pp_size  # the engines' decoder layers
-        if L % pp:
+        sizes = [n // model.stage_unit for n in model_stage_sizes(model, pp)]
+        if model.stage_layers and len(model.stage_layers) == pp:
+            r.warnings["B"].append(f"{L} layers in pp_size {pp} stages of {', '.join(map(str, sizes))} layers, as "
+                                   "the command runs them: the heaviest stage's memory and the slowest stage's "
+                                   "time are priced")
+        elif L % pp:
             r.warnings["B"].append(f"{L} layers do not divide into pp_size {pp} stages: balanced stages of "
                                    f"{-(-L // pp)} and {L // pp} layers, the slowest sets the pace")
         # the consecutive ranks the node and domain rules judge (space.domains.stage_run), named as such

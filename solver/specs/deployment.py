@@ -150,6 +150,12 @@ class Deployment(BaseModel):
                                                        "command runs them: engine, the profile's layout; whole, "
                                                        "replicated on every rank; none, not loaded "
                                                        "(FrameworkProfile.tower_flags)")
+    stage_layers: list[int] | None = Field(None, description="the engine's decoder layers of each pipeline stage "
+                                           "as the command runs them (VLLM_PP_LAYER_PARTITION, or the engine's own "
+                                           "split); None: the balanced split")
+    unloaded_towers: list[str] = Field(default_factory=list, description="towers (vision, audio) not loaded "
+                                       "beside `towers`' placement of the rest (a command limiting every modality "
+                                       "they serve to 0); each must be one of the model's")
     enable_online_split_weight: bool | None = None
     afd: bool = Field(False, description="attention-FFN disaggregation: half the ranks attention, half FFN")
     previous_parallel_config: dict[str, StrictInt] | None = None

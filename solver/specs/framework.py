@@ -27,7 +27,8 @@ from solver.specs.launch_spec import (DISAGG_ROLES, POOL_FIGURES, REPLICA_BATCH,
 from solver.specs.profile_rules import KNOB_NAMES, KnobName, Rule
 from solver.specs.profile_serving import EpKernels, FrameworkEfficiency, FrameworkScheduler, FrameworkServing
 from solver.specs.profile_facts import (PREFIX_CACHE_NAMES, DraftMethods, HybridStateLayout, IndexerDecodeBound,
-                                       KVBlocks, LongRequest, MaxContext, NoPrefixCache, TowerFlag, format_facts)
+                                       KVBlocks, LongRequest, MaxContext, NoPrefixCache, PPSplit, RefusedKVScheme,
+                                       TowerFlag, format_facts)
 from solver.specs.rule_env import model_facts
 
 if TYPE_CHECKING:
@@ -160,6 +161,12 @@ class FrameworkProfile(BaseModel):
     tower_flags: list[TowerFlag] = Field(
         default_factory=list, description="command arguments that place the vision / audio towers otherwise than "
         "encoder_split_model_types (check --command reads them; a tower not loaded beats one replicated)")
+    pp_default_split: PPSplit | None = Field(
+        None, description="how it splits the layers over pipeline stages where its command names no split "
+        "(check --command prices the split a command runs); None: the balanced split, the first stages one more")
+    refused_kv_schemes: list[RefusedKVScheme] = Field(
+        default_factory=list, description="checkpoint KV-cache schemes the engine refuses to load (a checkpoint "
+        "carrying one is refused by solve, estimate and check; FrameworkProfile.checkpoint_kv_refusal)")
     pp_tower_first_stage_model_types: tuple[str, ...] = Field(
         (), strict=False, description="the multimodal wrappers (config.json's top-level model_type) whose vision / "
         "audio tower it builds on the first pipeline stage only, where the tower's output is consumed (vLLM's "
@@ -472,6 +479,18 @@ class FrameworkProfile(BaseModel):
         return [(field if kind == "flag" else f"quantization_config.{groups[0]}" if len(groups) == 1
                  else f"quantization_config ({', '.join(groups)})", why)
                 for (kind, field), (why, groups) in found.items()]
+
+    def checkpoint_kv_refusal(self, model: "ModelSpec") -> tuple[str, str] | None:
+        """(field, why) where the checkpoint carries a KV-cache scheme the engine refuses to load
+        (refused_kv_schemes); None where it loads the checkpoint's scheme or the checkpoint has none."""
+        q = model.quant
+        for rk in self.refused_kv_schemes:
+            if q.kv_cache is not None and q.method == rk.method and q.kv_cache in rk.formats:
+                return (f"quantization_config.{rk.field}",
+                        f"the checkpoint's {q.kv_cache} KV-cache scheme ({q.method}), which {self.name} refuses to load whatever "
+                        f"its --kv-cache-dtype ({rk.source}); it loads {rk.loads}: serve a checkpoint without this "
+                        "scheme, or pick another framework")
+        return None
 
     def sets_token_budget(self) -> bool:
         """Its command gives the engine its token budget (LaunchSpec.sets_token_budget; no launch section: no

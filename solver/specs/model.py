@@ -59,6 +59,9 @@ class ModelSpec:
     # layers the engines' pipeline split keeps on one stage: a config layer of several sub-layers sharing one MoE
     # (LongCat's num_layers blocks, each an engine's decoder layer) is one layer to it (model_rules.stage_sizes)
     stage_unit: int = 1
+    # the layers of each pipeline stage as a command runs them (a pasted VLLM_PP_LAYER_PARTITION, or an engine's own
+    # split of a remainder): model_rules.model_stage_sizes reads it where its stages match pp; (): balanced
+    stage_layers: tuple[int, ...] = ()
     quant: QuantSpec = field(default_factory=QuantSpec)
     warnings: tuple[str, ...] = ()
     nonstandard_modules: tuple[str, ...] = ()
@@ -169,14 +172,21 @@ class ModelSpec:
     def num_mtp_layers(self) -> int:
         return len(self.mtp_modules)
 
-    def towers_as(self, towers: str) -> "ModelSpec":
+    def towers_as(self, towers: str, unloaded: tuple[str, ...] = ()) -> "ModelSpec":
         """The model with its vision / audio towers as a command runs them (FrameworkProfile.tower_flags): "engine"
-        as the engine's layout places them, "whole" replicated on every rank, "none" not loaded."""
-        if towers == "engine" or not self.encoders:
+        as the engine's layout places them, "whole" replicated on every rank, "none" not loaded; the towers named
+        in `unloaded` (Encoder.name) not loaded whatever `towers` says."""
+        if towers == "engine" and not unloaded or not self.encoders:
             return self
         if towers == "none":
             return replace(self, encoders=())
-        return replace(self, encoders=tuple(replace(e, replicated=True) for e in self.encoders))
+        return replace(self, encoders=tuple(replace(e, replicated=towers == "whole" or e.replicated)
+                                            for e in self.encoders if e.name not in unloaded))
+
+    def with_stage_layers(self, engine_layers: tuple[int, ...]) -> "ModelSpec":
+        """The model as a command splits it over pipeline stages: `engine_layers`, the engine's decoder layers of
+        each stage (stage_unit layers each); () the balanced split (model_rules.stage_sizes)."""
+        return replace(self, stage_layers=tuple(n * self.stage_unit for n in engine_layers))
 
     def without_next_n(self) -> "ModelSpec":
         """The model as an engine runs it under a lookup draft (ngram): its next-n (MTP) modules neither loaded nor

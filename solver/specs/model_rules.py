@@ -2,6 +2,7 @@
 single-config commands refuse before they estimate."""
 from __future__ import annotations
 
+from solver.errors import InputError
 from solver.specs.framework import FrameworkProfile
 from solver.specs.model import ModelSpec
 from solver.specs.knobs import neutral
@@ -16,6 +17,42 @@ def stage_sizes(num_layers: int, pp: int, unit: int = 1) -> tuple[int, ...]:
         raise ValueError(f"{num_layers} layers are not whole blocks of {unit} (ModelSpec.stage_unit)")
     base, extra = divmod(num_layers // unit, pp)
     return tuple((base + (1 if i < extra else 0)) * unit for i in range(pp))
+
+
+def engine_stage_sizes(num_layers: int, pp: int, remainder: str = "first") -> tuple[int, ...]:
+    """An engine's own split of `num_layers` decoder layers over `pp` stages, each num_layers // pp and the
+    remainder one more on the stages `remainder` names (PPSplit): "first", the first ones (stage_sizes'); "last",
+    the last ones (SGLang); "before_last", from the second-last stage backward (vLLM's get_pp_indices)."""
+    base, extra = divmod(num_layers, pp)
+    out = [base] * pp
+    order = {"first": range(pp), "last": range(pp - 1, -1, -1), "before_last": range(pp - 2, -2, -1)}[remainder]
+    for i in list(order)[:extra]:
+        out[i] += 1
+    return tuple(out)
+
+
+def stage_split(layers: list[int], model: ModelSpec, pp: int, field: str, said: str | None = None) -> tuple[int, ...]:
+    """A pipeline split as the engines take one (vLLM 0.34.0 / SGLang 0.5.23 distributed/utils.py get_pp_indices
+    refuse a count of stages other than pp or a sum other than the layers): a stage per pp rank, the model's decoder
+    layers in all, each stage at least one (a stage of none is not priced). `said`: the split as given."""
+    total = len(model.layers) // model.stage_unit
+    said = said or ",".join(map(str, layers))
+    if len(layers) != pp:
+        raise InputError(field, f"{said}: {len(layers)} stages, while pp_size is {pp}; the engine refuses it")
+    if sum(layers) != total:
+        raise InputError(field, f"{said}: {sum(layers)} layers in all, while {model.name} has {total}; the engine "
+                                "refuses it")
+    if min(layers) < 1:
+        raise InputError(field, f"{said}: a stage of no layers is not priced")
+    return tuple(layers)
+
+
+def model_stage_sizes(model: ModelSpec, pp: int) -> tuple[int, ...]:
+    """Layers per pipeline stage of `model`: the split a command runs (ModelSpec.stage_layers) where it has `pp`
+    stages, else the balanced one (stage_sizes)."""
+    if len(model.stage_layers) == pp and sum(model.stage_layers) == len(model.layers):
+        return model.stage_layers
+    return stage_sizes(len(model.layers), pp, model.stage_unit)
 
 
 # the TP knobs that split an FFN's width (A.ffn_width_divisible_tp)
@@ -46,7 +83,7 @@ def kv_sharing_split(model: ModelSpec, pp: int) -> tuple[int, int] | None:
     layer before the shared ones under num_kv_shared_layers)."""
     if pp <= 1:
         return None
-    stage_of = [i for i, n in enumerate(stage_sizes(len(model.layers), pp, model.stage_unit)) for _ in range(n)]
+    stage_of = [i for i, n in enumerate(model_stage_sizes(model, pp)) for _ in range(n)]
     mixers = [layer.mixer for layer in model.layers]
     for i, m in enumerate(mixers):
         if not getattr(m, "kv_shared", False):

@@ -125,10 +125,34 @@ class TowerFlag(BaseModel):
 
     flag: str = Field(pattern=r"^--", description="the engine's flag")
     value: str | None = Field(None, description="the value that sets it (None: the flag given as a switch)")
-    zero_limits: list[str] = Field(default_factory=list, description="the flag takes a JSON of per-modality limits "
-                                   "(a count, or {count: N}): it sets `towers` where these modalities are all 0")
+    zero_limits: bool = Field(False, description="the flag takes a JSON of per-modality limits (a count, or "
+                              "{count: N}; a modality it leaves out is not 0): it sets `towers` for each tower "
+                              "every modality of which (tower_modalities) is 0")
+    tower_modalities: dict[str, dict[str, list[str]]] = Field(
+        default_factory=dict, description="with zero_limits: the modalities each tower serves, by the wrapper's "
+        "model_type ('*': any wrapper not listed), then the tower's name (vision, audio)")
+    model_types: list[str] = Field(default_factory=list, description="the wrappers (model_type) whose code reads "
+                                   "the flag; empty: every wrapper")
     towers: Literal["whole", "none"] = Field(description="whole: replicated on every rank; none: not loaded")
     source: str = Field(min_length=1, description="the engine source file:line")
+
+    @model_validator(mode="after")
+    def _modalities_with_limits(self) -> "TowerFlag":
+        if self.zero_limits and "*" not in self.tower_modalities:
+            raise ValueError("zero_limits needs tower_modalities with '*' (the modalities of a wrapper not listed)")
+        if self.tower_modalities and not self.zero_limits:
+            raise ValueError("tower_modalities is read only with zero_limits")
+        return self
+
+    def reads(self, wrapper: str) -> bool:
+        """Whether the wrapper's code reads the flag (model_types)."""
+        return not self.model_types or wrapper in self.model_types
+
+    def modalities(self, wrapper: str, tower: str) -> list[str]:
+        """The modalities a tower serves (tower_modalities: its wrapper's, else '*''s; a tower name neither lists
+        serves a modality of its own name)."""
+        by = self.tower_modalities.get(wrapper) or self.tower_modalities.get("*", {})
+        return by.get(tower) or self.tower_modalities.get("*", {}).get(tower) or [tower]
 
 
 class DraftMethods(BaseModel):
@@ -246,3 +270,29 @@ class LongRequest(BaseModel):
     cut_under: list[str] = Field(default_factory=list, description="command flags under which a refused request "
                                  "is cut instead")
     source: str = Field(min_length=1, description="the engine source file:line the behaviour is read from")
+
+
+class RefusedKVScheme(BaseModel):
+    """A checkpoint KV-cache scheme the engine refuses to load (it raises while building the attention layers,
+    whatever --kv-cache-dtype the command gives): a checkpoint carrying it is refused, never priced."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    method: str = Field(min_length=1, description="the checkpoint's quant_method (quantization_config)")
+    field: str = Field(min_length=1, description="the config field that writes the scheme, named in the refusal")
+    formats: list[str] = Field(min_length=1, description="the scheme's formats refused (number format names, as "
+                               "the checkpoint reader reads the scheme)")
+    loads: str = Field(min_length=1, description="what the engine loads instead, said in the refusal")
+    source: str = Field(min_length=1, description="the engine source file:line")
+
+
+class PPSplit(BaseModel):
+    """How the engine splits the decoder layers over pipeline stages where its command names no split: each stage
+    layers // pp, the remainder one more on the stages `remainder` names (model_rules.engine_stage_sizes)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    remainder: Literal["first", "last", "before_last"] = Field(description="first: the first stages; last: the "
+                                                                "last ones; before_last: from the second-last "
+                                                                "stage backward (the last holds the final norm)")
+    source: str = Field(min_length=1, description="the engine source file:line")

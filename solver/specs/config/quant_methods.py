@@ -228,7 +228,7 @@ def _compressed_tensors(q: dict[str, Any], r: Reader) -> Rules:
 # the kv_cache_scheme formats the engines' KV dtype auto runs: a float 8-bit one (fp8). An integer scheme is served
 # 16-bit: SGLang 0.5.23 ignores a scheme other than static per-tensor FP8 and keeps the model dtype
 # (srt/layers/quantization/compressed_tensors/compressed_tensors.py:142-151, 213-224, 1276-1285); vLLM 0.34.0 loads
-# none but a float 8-bit one (compressed_tensors.py:1103-1121 raises NotImplementedError at the attention layers)
+# none but a float 8-bit one and refuses the checkpoint (its profile's refused_kv_schemes)
 _CT_AUTO_KV = ("fp8",)
 
 
