@@ -25,6 +25,7 @@ from solver.memo import IdentityMemo
 from solver.specs.layers.base import ACT_BYTES
 from solver.specs.model import ModelSpec
 from solver.specs.model_rules import model_stage_sizes
+from solver.specs.profile_facts import EVERY_WRAPPER
 
 
 @dataclass(frozen=True)
@@ -80,12 +81,13 @@ def held_absent(st: Stage, mtp_layers: int, drafter_own_embedding: bool,
     embedding on the last stage where MTP is on and the engine's drafter loads its own table there
     (FrameworkProfile.pp_drafter_own_embedding: vLLM shares the target's only without PP), plus, past the first
     stage, the towers whose wrapper the engine builds on the first stage only (`tower_first_stage`:
-    FrameworkProfile.pp_tower_first_stage_model_types)."""
+    FrameworkProfile.pp_tower_first_stage_model_types; EVERY_WRAPPER: all of them)."""
     out = st.absent_modules
     if drafter_own_embedding and st.last and mtp_layers > 0 and st.model.mtp_modules:
         out = out - {"embedding"}
     if not st.first:
-        out = out | {e.name for e in st.model.encoders if e.wrapper in tower_first_stage}
+        out = out | {e.name for e in st.model.encoders
+                     if EVERY_WRAPPER in tower_first_stage or e.wrapper in tower_first_stage}
     return out
 
 

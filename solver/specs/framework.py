@@ -26,7 +26,7 @@ from solver.specs.launch_spec import (DISAGG_ROLES, POOL_FIGURES, REPLICA_BATCH,
                                       PairCheck)
 from solver.specs.profile_rules import KNOB_NAMES, KnobName, Rule
 from solver.specs.profile_serving import EpKernels, FrameworkEfficiency, FrameworkScheduler, FrameworkServing
-from solver.specs.profile_facts import (PREFIX_CACHE_NAMES, DraftMethods, HybridStateLayout, IndexerDecodeBound,
+from solver.specs.profile_facts import (EVERY_WRAPPER, PREFIX_CACHE_NAMES, DraftMethods, HybridStateLayout, IndexerDecodeBound,
                                        KVBlocks, LongRequest, MaxContext, NoPrefixCache, PPSplit, RefusedKVScheme,
                                        TowerFlag, format_facts)
 from solver.specs.rule_env import model_facts
@@ -170,8 +170,9 @@ class FrameworkProfile(BaseModel):
     pp_tower_first_stage_model_types: tuple[str, ...] = Field(
         (), strict=False, description="the multimodal wrappers (config.json's top-level model_type) whose vision / "
         "audio tower it builds on the first pipeline stage only, where the tower's output is consumed (vLLM's "
-        "_mark_tower_model: a StageMissingLayer on the later stages; SGLang's gemma4): the later stages hold none "
-        "(estimate.pipeline.held_absent); any other wrapper's tower on every stage")
+        "_mark_tower_model: a StageMissingLayer on the later stages; SGLang's gemma4), or [\"*\"]: every wrapper's "
+        "(an engine that builds every tower there): the later stages hold none (estimate.pipeline.held_absent); any "
+        "other wrapper's tower on every stage")
     kv_handoff_over_nics: bool = Field(
         False, description="its disaggregated KV hand-off runs over the RDMA NICs whatever the pools span (SGLang's "
         "mooncake transfer engine: protocol rdma unless SGLANG_MOONCAKE_CUSTOM_MEM_POOL opts into NVLink), so it is "
@@ -215,6 +216,13 @@ class FrameworkProfile(BaseModel):
     fixed_redundant_experts: int | None = Field(
         None, ge=0, le=2**17, description="redundant experts the engine always places (None: the planner picks "
         "the fewest that make EP divide the experts, when features.redundant_experts is supported)")
+
+    @field_validator("pp_tower_first_stage_model_types")
+    @classmethod
+    def _wildcard_alone(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if EVERY_WRAPPER in value and len(value) > 1:
+            raise ValueError(f"{EVERY_WRAPPER!r} (every wrapper) stands alone, not beside model types")
+        return value
 
     @field_validator("vendors")
     @classmethod

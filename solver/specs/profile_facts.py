@@ -86,6 +86,10 @@ class KVBlocks(BaseModel):
     source: str = Field(description="where the engine does it")
 
 
+# a list of multimodal wrappers (model types) that names every wrapper (FrameworkProfile.pp_tower_first_stage_model_types)
+EVERY_WRAPPER = "*"
+
+
 # what a draft step runs on the GPU, by kind (DraftMethods): the model's own next-n (MTP) layers, none (a lookup in
 # the tokens so far), or a separate draft model the command names by a path
 DRAFT_KINDS = ("next_n", "lookup", "draft_model")
