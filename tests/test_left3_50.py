@@ -117,13 +117,14 @@ def _r1_check(command: str) -> tuple[int, str]:
 def test_a_pasted_pp_layer_partition_is_priced_at_the_stages_the_command_runs() -> None:
     """VLLM_PP_LAYER_PARTITION=11,50 puts 50 of DeepSeek-R1's MoE layers on stage 1 (vLLM 0.34.0
     distributed/utils.py get_pp_indices): priced at the launch's 31 / 30 before, 45.1 GB a rank; the heaviest
-    stage's memory now, and a split that does not fit is not feasible."""
+    stage's memory now, and a split that does not fit is not feasible. One request crosses 11 + 50 layers as it
+    crosses 31 + 30: the same decode step (the uneven split's cost at more requests: tests/test_pp2_50.py)."""
     code, out = _r1_check(_R1_PP2)
     balanced = json.loads(out)["estimation"]
     code, out = _r1_check("VLLM_PP_LAYER_PARTITION=11,50 " + _R1_PP2)
     uneven = json.loads(out)["estimation"]
     assert code == 0 and uneven["memory_per_rank_gb"] > balanced["memory_per_rank_gb"] + 20, (uneven, balanced)
-    assert uneven["tpot_ms"] > balanced["tpot_ms"]
+    assert abs(uneven["tpot_ms"] - balanced["tpot_ms"]) <= 1e-3 * balanced["tpot_ms"], (uneven, balanced)
     code, out = _r1_check("VLLM_PP_LAYER_PARTITION=5,56 " + _R1_PP2)
     assert code == 1 and json.loads(out)["estimation"]["memory_feasible"] is False, out
 

@@ -5,9 +5,10 @@ adds outside the kernels (FrameworkServing; `step_time`):
     the largest graph, and for every prefill, the step runs eagerly: it takes at least kernels x eager_launch_s
     (the host issuing each kernel); every step also costs seq_overhead_s per sequence in it (scheduling,
     sampling, detokenizing) on top of the fixed step_overhead_s, and seq_layer_s per sequence per layer it
-    runs (step_layers: the stack, MTP draft passes, under PP the busiest stage): the per-sequence work inside
-    each layer's kernels that the FLOP and byte counts miss (the decode attention kernel's per-sequence setup,
-    page-table walk and split-KV reduction), so a 61-layer MoE pays it about twice as often as a 32-layer dense
+    runs (step_layers: the stack, MTP draft passes, under PP the stages as the step paces them): the
+    per-sequence work inside each layer's kernels that the FLOP and byte counts miss (the decode attention
+    kernel's per-sequence setup, page-table walk and split-KV reduction), so a 61-layer MoE pays it about
+    twice as often as a 32-layer dense
     model. One per-step constant per (engine, hardware) took the model's layer count from whichever models the
     pair was fitted on (leave-one-model-out TPOT 15.9%); per kernel launched 13.8% with group regressions
     (sglang, TP + EP, Qwen3-235B); per layer 14.0% without them (benchmarks/accuracy.py). The kernels are the
@@ -66,7 +67,7 @@ def graph_sizes_at(f: Factors, pc: ParallelConfig, n_routed_experts: int, planne
 
 def kernels_launched(step: StepCost, f: Factors) -> float:
     """Kernels one step launches: the step-cost model charges kernel_overhead_s per kernel (a pipeline step
-    carries its busiest stage's count: StepCost.kernels)."""
+    carries its stages' counts as the pipeline combines them: StepCost.kernels)."""
     if step.kernels is not None:
         return step.kernels
     if f.kernel_overhead_s <= 0:
@@ -78,16 +79,18 @@ def step_layers(model: ModelSpec, pc: ParallelConfig, phase: str, sequences: flo
     """Layer passes one sequence of a `phase` step of `sequences` sequences makes on the step's critical path: the stack's layers plus
     `draft_passes` MTP passes through the MTP module's layers, as step_cost runs them (a decode step's draft
     passes; a prefill step's pass over its prompts, workload.prompt_draft_passes).
-    Under PP the busiest stage's layers (MTP on the last stage), times the slots the step takes per
-    microbatch (pipeline.slots / pipeline.microbatches: a step repeats the pacing stage's time over its slots,
-    each slot holding 1/m of the sequences), so one sequence at PP4 crosses all four stages' layers. A count
-    from the model and the layout, never from step costs (figures.step_plan holds it)."""
+    Under PP the stages' layers (MTP on the last stage) combined as a step combines the stages' times
+    (pipeline.paced: prefill sum + (m - 1) x busiest, decode max(sum, m x busiest)), per microbatch of the m
+    (pipeline.microbatches, each holding 1/m of the sequences): one sequence alone crosses every stage's
+    layers, 11 + 50 on an 11 / 50 split. A count from the model and the layout, never from step costs
+    (figures.step_plan holds it)."""
     mtp = draft_passes * len(model.mtp_modules[0]) if draft_passes and model.mtp_modules else 0
     if pc.pp_size <= 1:
         return float(model.num_layers + mtp)
-    busiest = max(len(st.model.layers) + (mtp if st.last else 0) for st in pipeline.stages(model, pc.pp_size))
+    layers = tuple(float(len(st.model.layers) + (mtp if st.last else 0))
+                   for st in pipeline.distinct_stages(model, pc.pp_size))
     m = pipeline.microbatches(pc.pp_size, sequences)
-    return busiest * pipeline.slots(phase, pc.pp_size, m) / m
+    return pipeline.paced(phase, m, layers, pipeline.stage_counts(model, pc.pp_size))[0] / m
 
 
 def step_time(gpu_s: float, kernels: float, sequences: float, eager: bool, f: Factors, *, layers: float) -> float:

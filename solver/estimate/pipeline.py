@@ -6,11 +6,16 @@ the engines' own split is not in the facts; seed class A/B style: divisible is e
 differ by one layer and the slowest sets the pace). The embedding lives on the first stage, the LM head and
 the MTP modules on the last (they follow the final hidden state). Memory per rank is the largest stage's.
 
-Time. A stage forwards one microbatch in t_stage and hands its activations (tokens x hidden x 2 bytes) to the
-next stage over the tier between them (t_send). With M microbatches:
-  prefill: (M + pp - 1) x (t_stage + t_send)  -- the pipeline fills and drains: the bubble is (pp - 1) slots
-  decode:  max(M, pp) x (t_stage + t_send)    -- microbatches circulate; a sequence's token comes back every
-                                                 max(M, pp) slots, idle stages when M < pp
+Time. Stage i forwards one microbatch in t_i and hands its activations (tokens x hidden x 2 bytes) to the
+next stage over the tier between them (t_send). With M microbatches (`paced`):
+  prefill: sum_i t_i + (M - 1) x max_i t_i       -- the first microbatch crosses every stage (fill), the other
+                                                    M - 1 follow at the slowest stage's pace (drain)
+  decode:  max(sum_i t_i, M x max_i t_i)         -- a sequence's token crosses every stage once per step, and
+                                                    M microbatches cannot come round faster than the slowest
+                                                    stage serves them
+each t_i with its hand-off (none after the last stage of a prefill). Equal stages give the slot forms
+(M + pp - 1) x t and max(M, pp) x t (`slots`). Stages differ where the layers do not divide, where the first
+and last carry the embedding / LM head / MTP, and where a command runs its own split.
 M = min(pp, sequences): the engines keep pp batches in flight (one per stage), and one sequence is one
 microbatch (a single prompt is not split).
 """
@@ -104,14 +109,24 @@ _DISTINCT = IdentityMemo(1024)
 def distinct_stages(model: ModelSpec, pp: int) -> tuple[Stage, ...]:
     """The stages that cost differently: stages holding the same blocks, the same modules outside the stack and
     the same MTP role cost the same, so one of each is costed."""
-    def build() -> tuple[Stage, ...]:
-        out, seen = [], set()
+    return _distinct(model, pp)[0]
+
+
+def stage_counts(model: ModelSpec, pp: int) -> tuple[int, ...]:
+    """How many of the pp stages each of distinct_stages stands for (they sum to pp): a step sums every stage."""
+    return _distinct(model, pp)[1]
+
+
+def _distinct(model: ModelSpec, pp: int) -> tuple[tuple[Stage, ...], tuple[int, ...]]:
+    def build() -> tuple[tuple[Stage, ...], tuple[int, ...]]:
+        out: dict[tuple, list] = {}
         for st in stages(model, pp):
             sig = (tuple((id(b), n) for b, n in st.model.block_groups), st.absent_modules, st.last)
-            if sig not in seen:
-                seen.add(sig)
-                out.append(st)
-        return tuple(out)
+            if sig in out:
+                out[sig][1] += 1
+            else:
+                out[sig] = [st, 1]
+        return tuple(v[0] for v in out.values()), tuple(v[1] for v in out.values())
 
     return _DISTINCT.get((model,), pp, build)
 
@@ -136,6 +151,22 @@ def microbatches(pp: int, sequences: float) -> int:
 def slots(phase: str, pp: int, m: int) -> int:
     """Stage-time slots a step takes: fill + drain for prefill, the circulation period for decode."""
     return m + pp - 1 if phase == "prefill" else max(m, pp)
+
+
+def paced(phase: str, m: int, stage_s: tuple[float, ...], counts: tuple[int, ...],
+          send: float = 0.0) -> tuple[float, int]:
+    """(stage seconds a step takes, hand-offs on its path) for distinct stages taking `stage_s` each on a
+    microbatch, `counts` of each (stage_counts), `send` one hand-off: prefill sum + (m - 1) x max, its hand-offs
+    `sends`; decode max(sum, m x max), each stage with its hand-off, so pp hand-offs where the sum paces the
+    step and m where the slowest stage does. Equal stages: slots x t, `sends` hand-offs."""
+    pp = sum(counts)
+    total = sum(t * n for t, n in zip(stage_s, counts)) if len(counts) > 1 else stage_s[0] * counts[0]
+    top = max(stage_s)
+    if phase == "prefill":
+        return total + (m - 1) * top, sends(phase, pp, m)
+    if total + pp * send >= m * (top + send):
+        return total, pp
+    return m * top, m
 
 
 def sends(phase: str, pp: int, m: int) -> int:
@@ -217,5 +248,5 @@ def _send_s(hw, stage_world: int, pp: int, nbytes: float, comm_eff: float, split
     return t + (comm.all_gather_s(hw, split, nbytes, comm_eff=comm_eff) if split > 1 else 0.0)
 
 
-__all__ = ["Stage", "stages", "distinct_stages", "microbatches", "slots", "sends", "prefill_traversal", "send_s",
-           "send_tier", "handoff_width", "held_absent", "replace"]
+__all__ = ["Stage", "stages", "distinct_stages", "stage_counts", "microbatches", "slots", "paced", "sends",
+           "prefill_traversal", "send_s", "send_tier", "handoff_width", "held_absent", "replace"]

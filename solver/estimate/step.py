@@ -41,7 +41,7 @@ class StepCost:
     ops: list[OpCost] = field(default_factory=list)  # totals over layers
     comms: list[CommCost] = field(default_factory=list)
     overhead_s: float = 0.0
-    # kernels the step launches, where it is not the ops' own count (a pipeline: the busiest stage's launcher,
+    # kernels the step launches, where it is not the ops' own count (a pipeline: its stages' launchers combined,
     # see pipeline_step); None = the ops' overheads over the per-kernel overhead (engine_step.kernels_launched)
     kernels: float | None = None
 
@@ -159,33 +159,32 @@ def pipeline_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Prec
                   mtp_layers: int = 0, attention_only: bool = False,
                   modules: frozenset[str] | None = None) -> StepCost:
     """A step of one pipeline (estimate.pipeline): each stage's cost on a microbatch (its layers, the
-    embedding on the first, the LM head and MTP on the last), the slowest stage plus its activation hand-off
-    repeated over the step's slots. The returned ops and collectives are the pacing stage's, scaled by the
-    slots, plus `pp_send_recv`: what a caller sums per module is what the step takes."""
+    embedding on the first, the LM head and MTP on the last), the stages' times with their activation hand-offs
+    combined as pipeline.paced does (prefill: fill and drain, sum + (m - 1) x max; decode: max(sum, m x max)).
+    The returned ops and collectives are the pacing (slowest) stage's, scaled by the effective slot count (the
+    step's stage seconds over the pacing stage's), plus `pp_send_recv`: what a caller sums per module is what
+    the step takes."""
     pp, spc = pc.pp_size, pc.stage()
     m, micro = micro_work(pp, w)
     # the stage's groups priced on the ranks they hold under the engine's rank order (stage_ranks)
     shw = stage_device(hw, f.rank_order, pp, spc.attn_group_size, spc.world_size)
     pacing: StepCost | None = None
     pacing_s = 0.0
-    launched = 0.0  # the most kernel-launch overhead any stage carries
+    times: list[float] = []  # each distinct stage's seconds on a microbatch, less the step overhead
+    launches: list[float] = []  # and its kernel-launch overhead seconds
     for st in pipeline.distinct_stages(model, pp):
         sc = step_cost(st.model, shw, spc, prec, f, micro, mtp_layers=mtp_layers if st.last else 0,
                        attention_only=attention_only, modules=modules)
         gone = st.absent_modules
         sc.ops = [o for o in sc.ops if o.module not in gone]
         sc.comms = [c for c in sc.comms if c.module not in gone]
-        t = sc.time_s
-        launched = max(launched, sum(o.overhead_s for o in sc.ops))
+        t = sc.compute_s + sc.exposed_comm_s
+        times.append(t)
+        launches.append(sum(o.overhead_s for o in sc.ops))
         if pacing is None or t > pacing_s:
             pacing, pacing_s = sc, t
     assert pacing is not None
-    k = pipeline.slots(w.phase, pp, m)
-    # each stage is its own process launching its own kernels: run eagerly, the slowest launcher paces the
-    # pipeline as the slowest GPU stage does, so the step's launch count is the busiest stage's, per slot
-    kernels = k * launched / f.kernel_overhead_s if f.kernel_overhead_s > 0 else 0.0
-    out = StepCost([o.scaled(k) for o in pacing.ops], [c.scaled(k) for c in pacing.comms], f.step_overhead_s,
-                   kernels)
+    counts = pipeline.stage_counts(model, pp)
     # the hand-offs, module "pipeline" (plan/tables charges them to the attention group, which owns the layout):
     # a rank forwards its slice of its attention replica's hidden states (handoff_width: with the residual) of the
     # microbatch, its TP group all-gathering them on the next stage; not overlapped (assumption)
@@ -193,7 +192,16 @@ def pipeline_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Prec
     width = pipeline.handoff_width(model, f)
     t = pipeline.send_s(hw, spc.world_size, pp, micro.new_tokens, width, f.comm, split,
                         f.rank_order, spc.attn_group_size)
-    n = pipeline.sends(w.phase, pp, m)
+    span, n = pipeline.paced(w.phase, m, tuple(times), counts, t)
+    # the pacing stage's records stand for the step: scaled so they sum to its stage seconds (equal stages: the
+    # slot count); a step of no stage seconds keeps the slots
+    k = span / pacing_s if pacing_s > 0 else pipeline.slots(w.phase, pp, m)
+    # each stage is its own process launching its own kernels: run eagerly, the launchers pace the pipeline as
+    # its GPU stages do, so the step's launch count combines the stages' counts as their times combine
+    launched = pipeline.paced(w.phase, m, tuple(launches), counts)[0]
+    kernels = launched / f.kernel_overhead_s if f.kernel_overhead_s > 0 else 0.0
+    out = StepCost([o.scaled(k) for o in pacing.ops], [c.scaled(k) for c in pacing.comms], f.step_overhead_s,
+                   kernels)
     tier = pipeline.send_tier(hw, spc.world_size, pp, f.rank_order, spc.attn_group_size)
     out.comms.append(CommCost("pp_send_recv", "pipeline", "send_recv", 2,
                               micro.new_tokens * width * ACT_BYTES / split * n, t * n, t * n, tier))

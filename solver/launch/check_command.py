@@ -324,7 +324,7 @@ def command_split(fw: Any, given: dict, pp: int, model: Any) -> tuple[list[int],
     if tuple(n * model.stage_unit for n in layers) == stage_sizes(len(model.layers), pp, model.stage_unit):
         return None
     return layers, (f"{said}: priced at the stages it runs, {', '.join(map(str, layers))} layers (memory per rank "
-                    "the heaviest stage's, the step the slowest stage's)")
+                    "the heaviest stage's, the step its stages' times as the pipeline runs them)")
 
 
 def lookup_depth(fw: Any, given: dict) -> tuple[int, str] | None:

@@ -2,12 +2,12 @@
 
 A step (estimate.step.step_cost) is a sum over its ops and collectives, each owned by a module, and a module
 belongs to the planner group of the knob that splits it (groups.module_groups). Under pipeline parallel the
-step is the slowest stage's sum, repeated over the step's slots, plus the activation hand-off
-(estimate.step.pipeline_step): so a group's share is kept per distinct stage and the planner takes the max
-over stages of the sums. What a non-attention group costs also depends on the attention layout around it
-(tokens per rank of its TP group, whether it reshards against attention TP, the decode layout of CP), so the
-planner asks for it per attention layout (`Layout`): the exact additive quantity is (layout, choice), a
-pairwise table. tests/test_planner_exact.py checks the sums against step_cost on random configurations.
+step combines the stages' sums and hand-offs, fill and drain for prefill, max(sum, m x slowest) for decode
+(estimate.step.pipeline_step): so a group's share is kept per distinct stage and the planner combines the
+sums over stages as the pipeline does (Pipeline). What a non-attention group costs also depends on the attention
+layout around it (tokens per rank of its TP group, whether it reshards against attention TP, the decode layout
+of CP), so the planner asks for it per attention layout (`Layout`): the exact additive quantity is (layout,
+choice), a pairwise table. tests/test_planner_exact.py checks the sums against step_cost on random configurations.
 """
 from __future__ import annotations
 
@@ -58,24 +58,35 @@ _new = tuple.__new__
 
 @dataclass(frozen=True)
 class Pipeline:
-    """How a layout's stages make one step: GPU = slots x max_s stage + the hand-offs + step overhead;
-    kernels launched = slots x max_s stage launches (step.pipeline_step)."""
+    """How a layout's stages make one step (step.pipeline_step): GPU = the distinct stages' sums combined as
+    pipeline.paced does, each stage `counts` times, with their hand-offs, + step overhead; kernels launched =
+    the stages' launches combined the same way."""
 
     stages: int  # distinct stages costed
-    slots: int  # 1 without PP
-    handoff_s: float  # the step's hand-offs: pipeline.sends x one (0 without PP)
+    slots: int  # slots of equal stages (pipeline.slots; 1 without PP): the bound on stage sums a step adds
+    handoff_s: float  # one hand-off (0 without PP)
     overhead_s: float
+    counts: tuple[int, ...] = (1,)  # how many stages each distinct stage stands for (pipeline.stage_counts)
+    phase: str = "decode"
+    micro: int = 1  # microbatches in flight (pipeline.microbatches)
 
     def gpu_s(self, per_stage: tuple[float, ...]) -> float:
-        return self.slots * max(per_stage) + self.handoff_s + self.overhead_s
+        if self.slots == 1:
+            return per_stage[0] + self.handoff_s + self.overhead_s
+        span, n = pipeline.paced(self.phase, self.micro, per_stage, self.counts, self.handoff_s)
+        return span + n * self.handoff_s + self.overhead_s
 
     def kernels(self, per_stage: tuple[float, ...], f: Factors) -> float:
         """Kernels the step launches (engine_step.kernels_launched) from the stages' kernel overhead seconds."""
-        return self.slots * max(per_stage) / f.kernel_overhead_s if f.kernel_overhead_s > 0 else 0.0
+        if f.kernel_overhead_s <= 0:
+            return 0.0
+        span = per_stage[0] if self.slots == 1 else pipeline.paced(self.phase, self.micro, per_stage, self.counts)[0]
+        return span / f.kernel_overhead_s
 
 
 def pipeline_of(model: ModelSpec, hw: Hardware, pc: ParallelConfig, f: Factors, w: Work) -> Pipeline:
-    """The pipeline a step of `w` runs at `pc`: its distinct stages, slots and stage hand-off."""
+    """The pipeline a step of `w` runs at `pc`: its distinct stages and their counts, microbatches and stage
+    hand-off."""
     if pc.pp_size == 1:
         return Pipeline(1, 1, 0.0, f.step_overhead_s)
     pp, spc = pc.pp_size, pc.stage()
@@ -83,8 +94,8 @@ def pipeline_of(model: ModelSpec, hw: Hardware, pc: ParallelConfig, f: Factors, 
     k = pipeline.slots(w.phase, pp, m)
     send = pipeline.send_s(hw, spc.world_size, pp, micro.new_tokens, pipeline.handoff_width(model, f), f.comm,
                            spc.attn_tp_group(f.kvp_splits_attention_weights), f.rank_order, spc.attn_group_size)
-    return Pipeline(len(pipeline.distinct_stages(model, pp)), k, pipeline.sends(w.phase, pp, m) * send,
-                    f.step_overhead_s)
+    counts = pipeline.stage_counts(model, pp)
+    return Pipeline(len(counts), k, send, f.step_overhead_s, counts, w.phase, m)
 
 
 def shares(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,

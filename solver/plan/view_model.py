@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass, field
 
 from solver.errors import InputError
+from solver.estimate import pipeline
 from solver.estimate.buffers import COMM_BUFFER_BYTES
 from solver.ortools_cp import cp_model  # OR-Tools' cp_model without its eager pandas import
 from solver.plan.groups import GROUPS
@@ -77,23 +78,42 @@ def _stage_sums(m: cp_model.CpModel, terms: list[tuple[object, tuple[float, ...]
 
 def _step_var(m: cp_model.CpModel, name: str, gpu_terms, launch_terms, pipe, eager: bool, f) -> cp_model.IntVar:
     """The step as the engine runs it, less its per-sequence cost: max(GPU, kernels x eager launch) when it
-    runs eagerly, else the GPU time; GPU = slots x (max over stages + hand-off) + overhead (group_cost.Pipeline)."""
+    runs eagerly, else the GPU time; GPU = the stages' sums combined as the pipeline does, with their
+    hand-offs, + overhead (group_cost.Pipeline; one stage without PP)."""
     S = pipe.stages
     gpu = _stage_sums(m, gpu_terms, S, TIME_SCALE, "a step time")
     hi = exact(MAX_STEP_S * TIME_SCALE, "a step time")
-    top = m.new_int_var(0, hi, f"{name}_stage")
-    m.add_max_equality(top, gpu)
-    const = exact((pipe.handoff_s + pipe.overhead_s) * TIME_SCALE, "a step overhead")
-    out = m.new_int_var(0, hi * max(1, pipe.slots) + const, name)
+    out = m.new_int_var(0, hi * max(1, pipe.slots) + exact((pipe.handoff_s * max(1, pipe.slots) + pipe.overhead_s)
+                                                            * TIME_SCALE, "a step overhead"), name)
+    terms = _paced(m, f"{name}_stage", gpu, pipe, hi, pipe.handoff_s)
     if eager and f.kernel_overhead_s > 0 and f.eager_launch_s > 0:
         ratio = f.eager_launch_s / f.kernel_overhead_s
         launch = _stage_sums(m, launch_terms, S, TIME_SCALE * ratio, "a launch time")
-        ltop = m.new_int_var(0, hi, f"{name}_launch")
-        m.add_max_equality(ltop, launch)
-        m.add_max_equality(out, [pipe.slots * top + const, pipe.slots * ltop])
+        terms += _paced(m, f"{name}_launch", launch, pipe, hi, None)
+    if len(terms) > 1:
+        m.add_max_equality(out, terms)
     else:
-        m.add(out == pipe.slots * top + const)
+        m.add(out == terms[0])
     return out
+
+
+def _paced(m: cp_model.CpModel, name: str, sums: list, pipe, hi: int, send: float | None) -> list:
+    """The linear forms whose max is a step of these per-stage sums (pipeline.paced): one stage, slots x it
+    (+ the overhead where `send` is given: the GPU side); prefill total + (m - 1) x top; decode total and
+    m x top, each with its hand-offs."""
+    top = m.new_int_var(0, hi, name)
+    m.add_max_equality(top, sums)
+    if send is None:
+        send_c = lambda n: 0  # noqa: E731  (launches: no hand-off, no overhead)
+    else:
+        send_c = lambda n: exact((n * send + pipe.overhead_s) * TIME_SCALE, "a step overhead")  # noqa: E731
+    if pipe.slots == 1:
+        return [top + send_c(0) if send is not None else top]
+    total = sum(c * s for c, s in zip(pipe.counts, sums))
+    pp, mb = sum(pipe.counts), pipe.micro
+    if pipe.phase == "prefill":
+        return [total + (mb - 1) * top + send_c(pipeline.sends("prefill", pp, mb))]
+    return [total + send_c(pp), mb * top + send_c(mb)]
 
 
 class _Model(cp_model.CpModel):

@@ -163,11 +163,11 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
         sizes = [n // model.stage_unit for n in model_stage_sizes(model, pp)]
         if model.stage_layers and len(model.stage_layers) == pp:
             r.warnings["B"].append(f"{L} layers in pp_size {pp} stages of {', '.join(map(str, sizes))} layers, as "
-                                   "the command runs them: the heaviest stage's memory and the slowest stage's "
-                                   "time are priced")
+                                   "the command runs them: the heaviest stage's memory and each stage's time "
+                                   "are priced")
         elif L % pp:
             r.warnings["B"].append(f"{L} layers do not divide into pp_size {pp} stages: balanced stages of "
-                                   f"{-(-L // pp)} and {L // pp} layers, the slowest sets the pace")
+                                   f"{-(-L // pp)} and {L // pp} layers, each priced at its own time")
         # the consecutive ranks the node and domain rules judge (space.domains.stage_run), named as such
         ranks = stage_run(pc.world_size, pp, fw.rank_order, pc.attn_group_size)
         run = (f"each DP engine's share of a stage ({ranks} ranks, the engine's rank order keeping an engine's "
