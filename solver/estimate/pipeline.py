@@ -22,6 +22,7 @@ microbatch (a single prompt is not split).
 from __future__ import annotations
 
 import math
+from operator import mul
 from dataclasses import dataclass, replace
 
 from solver.estimate import comm
@@ -160,7 +161,8 @@ def paced(phase: str, m: int, stage_s: tuple[float, ...], counts: tuple[int, ...
     `sends`; decode max(sum, m x max), each stage with its hand-off, so pp hand-offs where the sum paces the
     step and m where the slowest stage does. Equal stages: slots x t, `sends` hand-offs."""
     pp = sum(counts)
-    total = sum(t * n for t, n in zip(stage_s, counts)) if len(counts) > 1 else stage_s[0] * counts[0]
+    # the planner asks this per summed share: map over the pairs, not a generator (the planner's hot path)
+    total = sum(map(mul, stage_s, counts)) if pp != len(counts) else sum(stage_s)
     top = max(stage_s)
     if phase == "prefill":
         return total + (m - 1) * top, sends(phase, pp, m)
