@@ -79,7 +79,7 @@ def test_a_tower_is_not_loaded_where_every_modality_its_wrapper_marks_it_with_is
 
 def test_a_tower_flag_places_only_the_towers_of_the_wrappers_whose_code_reads_it() -> None:
     """TowerFlag.model_types: a flag on a wrapper that does not read it leaves the tower as the engine places it."""
-    from solver.launch.check_command import command_towers
+    from solver.launch.command_layout import command_towers
     from solver.specs.framework import FrameworkProfile, load_framework
     from solver.specs.model_catalog import load_model
 

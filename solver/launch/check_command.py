@@ -14,7 +14,8 @@ from typing import Any
 
 from solver.errors import InputError
 from solver.launch.command_reading import launch_reading, slot_name, slot_of
-from solver.launch.draft_method import command_draft, method_slot
+from solver.launch.command_layout import command_split, command_towers
+from solver.launch.draft_method import command_draft, lookup_depth, lookup_verify_tokens, method_slot
 from solver.launch.read_command import CommandReading, model_len_arg, read_command, spells_depth
 from solver.specs.dtypes import number_format
 
@@ -248,125 +249,12 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
     return r, dep
 
 
-def command_towers(fw: Any, given: dict, model: Any) -> tuple[str, str, tuple[str, ...]] | None:
-    """(how the command places `model`'s vision / audio towers, "whole", "none" or "engine"; the arguments that
-    say so, as written; the towers it leaves unloaded beside that) where it gives a tower flag of the profile
-    (FrameworkProfile.tower_flags) that sets one: a flag the tower's wrapper does not read (TowerFlag.model_types)
-    places nothing, a per-modality limit leaves a tower unloaded where every modality it serves is 0
-    (TowerFlag.modalities), and a tower not loaded beats one replicated. "none": no tower is loaded; None: the
-    engine's layout."""
-    import json
-
-    towers = {e.name: e.wrapper for e in model.encoders}
-    whole, unloaded = None, {}  # the arguments that replicate; tower -> the arguments that leave it unloaded
-    for tf in fw.tower_flags:
-        value = given.get(("flag", tf.flag))
-        read = [name for name, wrapper in towers.items() if tf.reads(wrapper)]
-        if value is None or not read:
-            continue
-        said = f"{tf.flag}{'' if tf.value is None and not tf.zero_limits else f' {value}'}"
-        if tf.zero_limits:
-            try:
-                limits = json.loads(value)
-            except ValueError:
-                continue  # not JSON: the engine refuses it, not a placement to price
-            if not isinstance(limits, dict):
-                continue
-
-            def limit(m: str) -> Any:
-                v = limits.get(m)
-                return v.get("count") if isinstance(v, dict) else 999 if v is None else v  # unset: the engine's 999
-            hit = [name for name in read if all(limit(m) == 0 for m in tf.modalities(towers[name], name))]
-        elif tf.value is not None and value != tf.value or tf.value is None and value.lower() in ("false", "0"):
-            continue
-        else:
-            hit = read
-        if tf.towers == "none":
-            for name in hit:
-                unloaded.setdefault(name, said)
-        elif hit and whole is None:
-            whole = said
-    if towers and set(unloaded) == set(towers):
-        return "none", ", ".join(dict.fromkeys(unloaded.values())), ()
-    if whole is None and not unloaded:
-        return None
-    said = ", ".join(dict.fromkeys([*([whole] if whole else []), *unloaded.values()]))
-    return ("whole" if whole else "engine"), said, tuple(unloaded)
 
 
-def command_split(fw: Any, given: dict, pp: int, model: Any) -> tuple[list[int], str] | None:
-    """(the decoder layers of each pipeline stage as the command runs them, said) where they differ from the
-    balanced split the estimate prices otherwise: the split its partition variable gives (the launch arg printing
-    `{pp_layer_partition}`), else the engine's own split of a remainder (FrameworkProfile.pp_default_split); None
-    where it runs the balanced one or the profile says neither."""
-    from solver.specs.model_rules import engine_stage_sizes, stage_sizes, stage_split
-
-    if pp <= 1:
-        return None
-    total = len(model.layers) // model.stage_unit
-    arg = next((a for a in (fw.launch.args if fw.launch else ()) if a.text == "{pp_layer_partition}"), None)
-    slot = slot_of(fw, arg) if arg is not None else None
-    value = given.get(slot) if slot is not None else None
-    if value is not None:
-        said = f"{slot_name(slot, fw)}={value}"  # type: ignore[arg-type]
-        try:
-            layers = [int(n) for n in str(value).split(",")]
-        except ValueError:
-            raise InputError("--command", f"{said}: not a comma-separated list of layer counts, which the engine "
-                                          "refuses") from None
-    elif fw.pp_default_split is not None:
-        layers = list(engine_stage_sizes(total, pp, fw.pp_default_split.remainder))
-        unset = f"{slot_name(slot, fw)} not given: " if slot is not None else ""
-        said = f"{unset}{fw.name} splits {total} layers as {','.join(map(str, layers))} ({fw.pp_default_split.source})"
-    else:
-        return None
-    stage_split(layers, model, pp, "--command", said)
-    if tuple(n * model.stage_unit for n in layers) == stage_sizes(len(model.layers), pp, model.stage_unit):
-        return None
-    return layers, (f"{said}: priced at the stages it runs, {', '.join(map(str, layers))} layers (memory per rank "
-                    "the heaviest stage's, the step its stages' times as the pipeline runs them)")
 
 
-def lookup_depth(fw: Any, given: dict) -> tuple[int, str] | None:
-    """(the depth a lookup draft runs where the command sets none and the engine derives it from its tree: the
-    tokens verified a sequence over the tree's breadth, rounded down (LookupVerify.depth_breadth); how, said),
-    or None where the engine derives none or 0."""
-    tree = fw.draft_methods.lookup_verify if fw.draft_methods is not None else None
-    if tree is None or tree.depth_breadth is None:
-        return None
-    tokens = lookup_verify_tokens(fw, given)
-    by = tree.depth_breadth
-    value = given.get(("flag", by.flag))
-    try:
-        breadth = by.default if value is None else int(value)
-    except ValueError:
-        raise InputError("--command", f"{by.flag} {value}: not a whole number") from None
-    if breadth < 1:
-        raise InputError("--command", f"{by.flag} {breadth}: the tree's breadth must be at least 1")
-    def said(flag: str, v: int) -> str:
-        return f"{flag} {v}" + ("" if ("flag", flag) in given else " (the engine's default)")
-    depth = (tokens or tree.default) // breadth  # tokens: the tree's, set (lookup_verify_tokens)
-    if depth < 1:  # a tree narrower than its breadth: the engine sets 0 steps yet verifies the tree, which no
-        return None  # chain depth prices; the depth it accepts is the user's to give (--mtp)
-    return depth, f"{said(tree.flag, tokens or tree.default)} // {said(by.flag, breadth)} = {depth}"
 
 
-def lookup_verify_tokens(fw: Any, given: dict) -> int | None:
-    """The tokens a lookup draft's verify runs a sequence where the engine verifies a tree (the profile's
-    draft_methods.lookup_verify: the command's flag, else the engine's default); None: a chain of 1 + depth."""
-    tree = fw.draft_methods.lookup_verify if fw.draft_methods is not None else None
-    if tree is None:
-        return None
-    value = given.get(("flag", tree.flag))
-    if value is None:
-        return tree.default
-    try:
-        tokens = int(value)
-    except ValueError:
-        raise InputError("--command", f"{tree.flag} {value}: not a whole number of tokens") from None
-    if tokens < 1:
-        raise InputError("--command", f"{tree.flag} {tokens}: the tokens verified a sequence must be at least 1")
-    return tokens
 
 
 def long_request_findings(fw: Any, not_read: list[str], flag: str, given: bool, limit: int, isl: int, osl: int,

@@ -47,3 +47,45 @@ def command_draft(fw: Any, given: dict[Slot, str]) -> CommandDraft | None:
                                       "the command without speculation, or with the model's own next-n layers "
                                       f"({', '.join(fw.draft_methods.next_n[:1])})")
     return CommandDraft(method, said, kind)
+
+
+def lookup_depth(fw: Any, given: dict) -> tuple[int, str] | None:
+    """(the depth a lookup draft runs where the command sets none and the engine derives it from its tree: the
+    tokens verified a sequence over the tree's breadth, rounded down (LookupVerify.depth_breadth); how, said),
+    or None where the engine derives none or 0."""
+    tree = fw.draft_methods.lookup_verify if fw.draft_methods is not None else None
+    if tree is None or tree.depth_breadth is None:
+        return None
+    tokens = lookup_verify_tokens(fw, given)
+    by = tree.depth_breadth
+    value = given.get(("flag", by.flag))
+    try:
+        breadth = by.default if value is None else int(value)
+    except ValueError:
+        raise InputError("--command", f"{by.flag} {value}: not a whole number") from None
+    if breadth < 1:
+        raise InputError("--command", f"{by.flag} {breadth}: the tree's breadth must be at least 1")
+    def said(flag: str, v: int) -> str:
+        return f"{flag} {v}" + ("" if ("flag", flag) in given else " (the engine's default)")
+    depth = (tokens or tree.default) // breadth  # tokens: the tree's, set (lookup_verify_tokens)
+    if depth < 1:  # a tree narrower than its breadth: the engine sets 0 steps yet verifies the tree, which no
+        return None  # chain depth prices; the depth it accepts is the user's to give (--mtp)
+    return depth, f"{said(tree.flag, tokens or tree.default)} // {said(by.flag, breadth)} = {depth}"
+
+
+def lookup_verify_tokens(fw: Any, given: dict) -> int | None:
+    """The tokens a lookup draft's verify runs a sequence where the engine verifies a tree (the profile's
+    draft_methods.lookup_verify: the command's flag, else the engine's default); None: a chain of 1 + depth."""
+    tree = fw.draft_methods.lookup_verify if fw.draft_methods is not None else None
+    if tree is None:
+        return None
+    value = given.get(("flag", tree.flag))
+    if value is None:
+        return tree.default
+    try:
+        tokens = int(value)
+    except ValueError:
+        raise InputError("--command", f"{tree.flag} {value}: not a whole number of tokens") from None
+    if tokens < 1:
+        raise InputError("--command", f"{tree.flag} {tokens}: the tokens verified a sequence must be at least 1")
+    return tokens
