@@ -139,10 +139,10 @@ def test_a_command_without_a_partition_is_priced_at_the_engines_own_split_of_the
     """SGLang 0.5.23 gives the remainder to the last stages (srt/distributed/utils.py:136-147): DeepSeek-R1 PP2
     runs 30 / 31 without SGLANG_PP_LAYER_PARTITION, its last stage (with the head and the MTP layer) heavier than
     the 31 / 30 the launch prints."""
-    from solver.specs.model_rules import engine_stage_sizes
+    from solver.specs.model_rules import stage_sizes
 
-    assert engine_stage_sizes(61, 2, "last") == (30, 31)
-    assert engine_stage_sizes(61, 4, "before_last") == (15, 15, 16, 15)  # vLLM distributed/utils.py:243-245
+    assert stage_sizes(61, 2, remainder="last") == (30, 31)
+    assert stage_sizes(61, 4, remainder="before_last") == (15, 15, 16, 15)  # vLLM distributed/utils.py:243-245
     sg = ("python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --trust-remote-code --tp-size 8 "
           "--pp-size 2 --ep-size 8 --nnodes 2 --node-rank 0 --dist-init-addr 10.0.0.1:5000 --max-running-requests 2")
     args = ("--hardware", "h100_sxm", "--cards", "16", "--isl", "4096", "--osl", "1024", "--concurrency", "2",

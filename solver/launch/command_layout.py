@@ -59,7 +59,7 @@ def command_split(fw: Any, given: dict, pp: int, model: Any) -> tuple[list[int],
     balanced split the estimate prices otherwise: the split its partition variable gives (the launch arg printing
     `{pp_layer_partition}`), else the engine's own split of a remainder (FrameworkProfile.pp_default_split); None
     where it runs the balanced one or the profile says neither."""
-    from solver.specs.model_rules import engine_stage_sizes, stage_sizes, stage_split
+    from solver.specs.model_rules import stage_sizes, stage_split
 
     if pp <= 1:
         return None
@@ -75,7 +75,7 @@ def command_split(fw: Any, given: dict, pp: int, model: Any) -> tuple[list[int],
             raise InputError("--command", f"{said}: not a comma-separated list of layer counts, which the engine "
                                           "refuses") from None
     elif fw.pp_default_split is not None:
-        layers = list(engine_stage_sizes(total, pp, fw.pp_default_split.remainder))
+        layers = list(stage_sizes(total, pp, remainder=fw.pp_default_split.remainder))
         unset = f"{slot_name(slot, fw)} not given: " if slot is not None else ""
         said = f"{unset}{fw.name} splits {total} layers as {','.join(map(str, layers))} ({fw.pp_default_split.source})"
     else:

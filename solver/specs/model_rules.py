@@ -9,26 +9,20 @@ from solver.specs.knobs import neutral
 from solver.specs.parallel import ParallelConfig, absent_knob_problems, smallest_redundant
 
 
-def stage_sizes(num_layers: int, pp: int, unit: int = 1) -> tuple[int, ...]:
+def stage_sizes(num_layers: int, pp: int, unit: int = 1, remainder: str = "first") -> tuple[int, ...]:
     """Layers per pipeline stage, balanced in whole units of `unit` layers (ModelSpec.stage_unit: the engines'
-    decoder layers): the first (num_layers / unit) % pp stages hold one unit more (estimate.pipeline; the launch
-    names this split where the engines' own would differ: launch.emit pp_layer_partition)."""
+    decoder layers), the (num_layers / unit) % pp remaining units one more on the stages `remainder` names
+    (PPSplit): "first", the first ones (estimate.pipeline's default; the launch names this split where the engines'
+    own would differ: launch.emit pp_layer_partition); "last", the last ones (SGLang); "before_last", from the
+    second-last stage backward (vLLM's get_pp_indices)."""
     if num_layers % unit:  # the reader builds whole blocks (config.read): a remainder would drop layers unpriced
         raise ValueError(f"{num_layers} layers are not whole blocks of {unit} (ModelSpec.stage_unit)")
     base, extra = divmod(num_layers // unit, pp)
-    return tuple((base + (1 if i < extra else 0)) * unit for i in range(pp))
-
-
-def engine_stage_sizes(num_layers: int, pp: int, remainder: str = "first") -> tuple[int, ...]:
-    """An engine's own split of `num_layers` decoder layers over `pp` stages, each num_layers // pp and the
-    remainder one more on the stages `remainder` names (PPSplit): "first", the first ones (stage_sizes'); "last",
-    the last ones (SGLang); "before_last", from the second-last stage backward (vLLM's get_pp_indices)."""
-    base, extra = divmod(num_layers, pp)
     out = [base] * pp
     order = {"first": range(pp), "last": range(pp - 1, -1, -1), "before_last": range(pp - 2, -2, -1)}[remainder]
     for i in list(order)[:extra]:
         out[i] += 1
-    return tuple(out)
+    return tuple(n * unit for n in out)
 
 
 def stage_split(layers: list[int], model: ModelSpec, pp: int, field: str, said: str | None = None) -> tuple[int, ...]:

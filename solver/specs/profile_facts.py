@@ -292,7 +292,7 @@ class RefusedKVScheme(BaseModel):
 
 class PPSplit(BaseModel):
     """How the engine splits the decoder layers over pipeline stages where its command names no split: each stage
-    layers // pp, the remainder one more on the stages `remainder` names (model_rules.engine_stage_sizes)."""
+    layers // pp, the remainder one more on the stages `remainder` names (model_rules.stage_sizes)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
