@@ -86,13 +86,18 @@ class Remedy:
         return tuple(w for a in (self.alternatives or (self,)) for w in ([a.changes] if a.changes else []))
 
 
-def either(*options: "Remedy | None", joined: str = ", or ", tail: str = "") -> "Remedy | None":
+def either(*options: "Remedy | None", joined: str = ", or ", tail: str = "", text: str | None = None
+           ) -> "Remedy | None":
     """One remedy offering `options` as alternatives ('A, or B[tail]'), each keeping its changes; a lone option is
-    itself (with `tail`), none is None. `tail`: words said of them all ('... ranks spread evenly ...')."""
+    itself (with `tail`), none is None. `tail`: words said of them all ('... ranks spread evenly ...'); `text`: the
+    sentence said instead of the joined options' (one that names them in its own words)."""
     given = [o for o in options if o is not None]
+    if not given:
+        return None
+    said = text if text is not None else joined.join(o.text for o in given) + tail
     if len(given) == 1:
-        return Remedy(given[0].text + tail, given[0].changes) if tail else given[0]
-    return Remedy(joined.join(o.text for o in given) + tail, (), tuple(given)) if given else None
+        return given[0] if said == given[0].text else Remedy(said, given[0].changes)
+    return Remedy(said, (), tuple(given))
 
 
 WHAT_WOULD_FIT = "what would fit"  # the lead of a remedy sentence (the fuzz's unmet rule reads it)

@@ -102,7 +102,7 @@ def explain_infeasible(model: ModelSpec, hw: Hardware, prec: Precision, fw: Fram
                      for m in memory)
         text = (f"relaxed together, as neither suffices alone: memory ({' or '.join(m.text for m in memory)}) and the "
                 f"SLA ({'; '.join(r.text for r in sla)})")
-        remedies.append(Remedy(text, ways[0].changes) if len(ways) == 1 else Remedy(text, (), ways))
+        remedies.append(either(*ways, text=text))  # type: ignore[arg-type]  (memory is not empty here)
     elif jointly and "B.memory_per_rank" in binding and not memory:
         pass  # the SLA relaxed alone frees nothing and no memory change was found (`tried` says what was asked)
     else:
