@@ -103,12 +103,12 @@ def _paced(m: cp_model.CpModel, name: str, sums: list, pipe, hi: int, send: floa
     m x top, each with its hand-offs."""
     top = m.new_int_var(0, hi, name)
     m.add_max_equality(top, sums)
-    if send is None:
-        send_c = lambda n: 0  # noqa: E731  (launches: no hand-off, no overhead)
-    else:
-        send_c = lambda n: exact((n * send + pipe.overhead_s) * TIME_SCALE, "a step overhead")  # noqa: E731
+    def send_c(n: int) -> int:
+        """n hand-offs and the step overhead, scaled (launches: none)."""
+        return 0 if send is None else exact((n * send + pipe.overhead_s) * TIME_SCALE, "a step overhead")
+
     if pipe.slots == 1:
-        return [top + send_c(0) if send is not None else top]
+        return [top + send_c(0)]
     total = sum(c * s for c, s in zip(pipe.counts, sums))
     pp, mb = sum(pipe.counts), pipe.micro
     if pipe.phase == "prefill":
