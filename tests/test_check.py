@@ -159,7 +159,9 @@ def test_memory_violation_compares_the_figure_without_the_reserve_to_the_limit(t
     assert fits["valid"] and est["memory_per_rank_gb"] == 143.377 <= est["memory_limit_gb"] == 143.828
     over = json.loads(_run(tmp_path, {**llama, "workload": {"phase": "decode", "batch": 95, "seq_len": 32768}}).stdout)
     assert over["violations"]["B"] == ["memory per rank 146.06 GB (the runtime reserve aside) exceeds the limit "
-                                       "143.83 GB = min(0.95 x 151.40, 151.40 - 3.76 runtime reserve)"]
+                                       "143.83 GB = min(0.95 x 151.40, 151.40 - 3.76 runtime reserve) (seed 3.4: "
+                                       "increase the parallelism (more cards, or a KV split: kvp_size / cp_size) "
+                                       "or reduce the batch)"]
 
 
 def test_small_scale_moe_pure_tp_gets_an_ep_comparison(tmp_path):

@@ -14,7 +14,7 @@ from typing import Any
 
 from solver.errors import InputError
 from solver.launch.command_reading import launch_reading, slot_name, slot_of
-from solver.launch.command_layout import command_split, command_towers
+from solver.launch.command_layout import command_offload, command_split, command_towers
 from solver.launch.draft_method import command_draft, lookup_depth, lookup_verify_tokens, method_slot
 from solver.launch.read_command import CommandReading, model_len_arg, read_command, spells_depth
 from solver.specs.dtypes import number_format
@@ -235,6 +235,11 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
         else:
             r.notes.append(f"{said}: the model's {names} tower is held whole on every rank (replicated, not split "
                            "over TP)")
+    # the KV offload flags: read and named, not priced (command_offload says why)
+    offload = command_offload(fw, r.given)
+    if offload is not None:
+        r.not_read = [n for n in r.not_read if n not in fw.kv_offload.flags]
+        r.notes.append(offload)
     split = command_split(fw, r.given, r.parallel_config.get("pp_size", 1), spec)
     if split is not None:
         r.notes.append(split[1])

@@ -85,3 +85,21 @@ def command_split(fw: Any, given: dict, pp: int, model: Any) -> tuple[list[int],
         return None
     return layers, (f"{said}: priced at the stages it runs, {', '.join(map(str, layers))} layers (memory per rank "
                     "the heaviest stage's, the step its stages' times as the pipeline runs them)")
+
+
+def command_offload(fw: Any, given: dict) -> str | None:
+    """The note on the KV offload flags a command gives (FrameworkProfile.kv_offload), as written: the host tier
+    they size holds prefix blocks for reuse, not the running batch's KV, so the device memory, the batch that
+    fits and the closed loop the estimate runs (no prefix reused) are as without it. None: the command gives
+    none of them."""
+    ko = fw.kv_offload
+    if ko is None:
+        return None
+    said = [f if v is True or v in ("", "true") else f"{f} {v}" for f in ko.flags
+            if (v := given.get(("flag", f))) is not None]
+    if not said:
+        return None
+    return (f"{', '.join(said)}: KV offload to host memory ({ko.size}); it holds prefix blocks for reuse, loaded "
+            "back on a prefix hit, not the running batch's KV, so the device memory and the batch that fits are "
+            "as without it, and this estimate's closed loop reuses no prefix: not priced; nor is the host memory it "
+            "takes checked (the hardware files give none)")

@@ -4,9 +4,12 @@ KV warning in check, the decode-CP note, the MLA note of the ranking).
 The seed's CP shards each request's tokens, cache included, over its ranks; an engine whose CP ranks each keep
 the whole cache (FrameworkProfile.cp_replicates_kv_cache: vLLM's prefill context parallel, whose PCP "does not
 increase the KV-cache shard count", vLLM 0.34.0 config/parallel.py) splits a prompt's compute with it, not the
-cache: there only KVP (vLLM's decode context parallel) splits it.
+cache: there only KVP (vLLM's decode context parallel) splits it. The seed's other two KV actions, KV offload and a
+smaller moe_chunk, are the engine's profile data (kv_offload, moe_chunk), named here in its terms.
 """
 from __future__ import annotations
+
+from solver.specs.profile_facts import KVOffload, MoeChunk
 
 
 def kv_splitters(cp_replicates_kv: bool) -> str:
@@ -14,13 +17,27 @@ def kv_splitters(cp_replicates_kv: bool) -> str:
     return "KVP" if cp_replicates_kv else "CP / KVP"
 
 
-def kv_share_warning(cp_replicates_kv: bool) -> str:
-    """The seed's 3.4 warning (KV above half the memory left after weights), with the knobs that act on it."""
+def kv_share_warning(cp_replicates_kv: bool, offload: KVOffload | None = None, moe_chunk: MoeChunk | None = None,
+                     moe: bool = False) -> str:
+    """The seed's 3.4 warning (KV above half the memory left after weights) with its four actions in the engine's
+    terms: the knobs that split the KV (KVP / CP), its KV offload flag (FrameworkProfile.kv_offload: what the host
+    tier holds, so the user knows it keeps prefix hits rather than batch room) and, for a MoE model, its moe_chunk
+    setting (FrameworkProfile.moe_chunk), each said to be absent where the engine has none."""
     said = "KV cache above 50% of available memory (seed 3.4): consider "
     if cp_replicates_kv:
-        return said + ("KVP (kvp_size); this engine's CP (cp_size) keeps the whole cache on each of its ranks, "
-                       "so it splits prompts' compute, not the KV")
-    return said + "KVP / CP"
+        said += ("KVP (kvp_size); this engine's CP (cp_size) keeps the whole cache on each of its ranks, so it "
+                 "splits prompts' compute, not the KV")
+    else:
+        said += "KVP / CP"
+    if offload is None:
+        said += "; KV offload to host: this engine's profile gives none"
+    else:
+        said += (f"; KV offload to host ({offload.flags[0]}: {offload.size}) holds prefix blocks for reuse, not "
+                 "the running batch's KV, so it keeps prefix hits, not room for a larger batch (not priced)")
+    if moe:
+        said += ("; reducing moe_chunk: this engine runs a forward's tokens through the MoE at once (no such setting)"
+                 if moe_chunk is None else f"; reducing moe_chunk ({moe_chunk.knob}: named, not priced)")
+    return said
 
 
 def cp_decode_form(cp_replicates_kv: bool, cp_repeats: bool = False, cp_shards: bool = False) -> str:

@@ -72,6 +72,30 @@ def straddling_groups(model: ModelSpec, hw: Hardware, pc: ParallelConfig, kvp_in
     return out
 
 
+# what a launch argument that caps the running batch reads: the batch or an engine instance's share of it, over
+# the attention group sizes (launch_spec.REPLICA_BATCH); an argument reading the MTP depth, the token budget or
+# the PP size sizes something else from it (a graph, a step's tokens, a microbatch)
+_BATCH_CAP_NAMES = frozenset({"batch", "replica_batch", "world", "attn_tp_size", "attn_group_size"})
+
+
+def batch_cap_argument(fw: FrameworkProfile) -> str | None:
+    """The engine's launch argument that caps the running batch (vLLM's --max-num-seqs, SGLang's
+    --max-running-requests), as it spells it: the first the launch prints whose value is the batch (later ones size
+    a CUDA graph to it). The seed's "reduce batch" in the engine's terms; None where the launch prints none."""
+    for a in fw.launch.args if fw.launch else ():
+        names = a.value_expr.names if a.value_expr is not None else frozenset()
+        if names & {"batch", "replica_batch"} and names <= _BATCH_CAP_NAMES:
+            return a.flag or a.env or a.key
+    return None
+
+
+def memory_actions(fw: FrameworkProfile) -> str:
+    """The seed's 3.4 actions on a memory over 0.95 of capacity, the batch cap named as the engine reads it."""
+    cap = batch_cap_argument(fw)
+    return ("increase the parallelism (more cards, or a KV split: kvp_size / cp_size) or reduce the batch"
+            + (f" ({cap})" if cap else ""))
+
+
 @dataclass
 class Review:
     violations: dict[str, list[str]] = field(default_factory=lambda: {"A": [], "B": [], "C": []})
@@ -149,11 +173,13 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
         mem = r.estimate.memory
         if not mem.feasible:
             r.violations["B"].append(f"memory per rank {mem.model_bytes / 1e9:.2f} GB (the runtime reserve aside) "
-                                     f"exceeds the limit {mem.limit_bytes / 1e9:.2f} GB = {mem.limit_formula()}")
+                                     f"exceeds the limit {mem.limit_bytes / 1e9:.2f} GB = {mem.limit_formula()} "
+                                     f"(seed 3.4: {memory_actions(fw)})")
         elif mem.tight:
             r.warnings["B"].append("weights + KV above 0.8 of capacity (seed 3.2): little room for batch growth")
         if mem.kv_share_of_available > 0.5:
-            r.warnings["B"].append(kv_share_warning(fw.cp_replicates_kv_cache))
+            r.warnings["B"].append(kv_share_warning(fw.cp_replicates_kv_cache, fw.kv_offload, fw.moe_chunk,
+                                                    model.is_moe))
     wide, placement = hardware_placement(model, hw, pc, fw.kvp_splits_attention_weights)
     r.violations["B"] += placement
     r.warnings["B"] += straddling_groups(model, hw, pc, fw.kvp_splits_attention_weights)

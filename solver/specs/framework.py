@@ -27,8 +27,8 @@ from solver.specs.launch_spec import (DISAGG_ROLES, POOL_FIGURES, REPLICA_BATCH,
 from solver.specs.profile_rules import KNOB_NAMES, KnobName, Rule
 from solver.specs.profile_serving import EpKernels, FrameworkEfficiency, FrameworkScheduler, FrameworkServing
 from solver.specs.profile_facts import (EVERY_WRAPPER, PREFIX_CACHE_NAMES, DraftMethods, HybridStateLayout, IndexerDecodeBound,
-                                       KVBlocks, LongRequest, MaxContext, NoPrefixCache, PPSplit, RefusedKVScheme,
-                                       TowerFlag, format_facts)
+                                       KVBlocks, KVOffload, LongRequest, MaxContext, MoeChunk, NoPrefixCache, PPSplit,
+                                       RefusedKVScheme, TowerFlag, format_facts)
 from solver.specs.rule_env import model_facts
 
 if TYPE_CHECKING:
@@ -164,6 +164,13 @@ class FrameworkProfile(BaseModel):
     pp_default_split: PPSplit | None = Field(
         None, description="how it splits the layers over pipeline stages where its command names no split "
         "(check --command prices the split a command runs); None: the balanced split, the first stages one more")
+    kv_offload: KVOffload | None = Field(
+        None, description="how it keeps KV blocks in host memory beside the device cache (seed 3.4's KV offload): "
+        "the flags that size it, what the host tier holds; the 3.4 KV warning names its flag and check --command "
+        "reads it. None: the facts give it none")
+    moe_chunk: MoeChunk | None = Field(
+        None, description="the setting that bounds the tokens of one MoE forward (seed 3.4's moe_chunk), where "
+        "the engine has one; the 3.4 KV warning names it. None: its MoE runs a forward's tokens at once")
     refused_kv_schemes: list[RefusedKVScheme] = Field(
         default_factory=list, description="checkpoint KV-cache schemes the engine refuses to load (a checkpoint "
         "carrying one is refused by solve, estimate and check; FrameworkProfile.checkpoint_kv_refusal)")

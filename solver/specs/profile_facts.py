@@ -300,3 +300,33 @@ class PPSplit(BaseModel):
                                                                 "last ones; before_last: from the second-last "
                                                                 "stage backward (the last holds the final norm)")
     source: str = Field(min_length=1, description="the engine source file:line")
+
+
+class KVOffload(BaseModel):
+    """How the engine keeps KV blocks in host memory beside its device cache (seed 3.4's "KVCache Offload"). In
+    the engines read so far the host tier is a second tier of the prefix cache: blocks computed or evicted from
+    device memory, loaded back on a prefix hit; the running batch's KV stays in device memory, so the tier does
+    not raise the batch that fits, and without prefix reuse it changes no figure of the estimate."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    flags: list[str] = Field(min_length=1, description="the engine's flags that turn it on and size it, as its "
+                             "parser spells them (check --command reads them; the first is the one the 3.4 warning "
+                             "names)")
+    size: str = Field(min_length=1, description="what the sizing flag gives, in the engine's terms: the host "
+                      "memory the tier takes (GiB over the engine's ranks, a ratio to the device pool, ...)")
+    holds: Literal["prefix"] = Field(description="prefix: blocks for prefix reuse (evicted or computed), loaded "
+                                     "back on a hit; the running batch's KV is not moved to host")
+    source: str = Field(min_length=1, description="the engine source file:line")
+
+
+class MoeChunk(BaseModel):
+    """A setting that bounds how many tokens one MoE forward runs at once (seed 3.4's "reducing moe_chunk"), named
+    where the engine has one. `priced`: false where the facts give its values but not what it bounds, so the
+    activation estimate does not read it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    knob: str = Field(min_length=1, description="its name where the engine reads it (a model-YAML key, a flag)")
+    priced: Literal[False] = Field(description="false: named, not priced (no engine source says what it bounds)")
+    source: str = Field(min_length=1, description="where the knob is recorded")
