@@ -33,3 +33,25 @@ def test_vllm_env_switch_values_are_stripped_before_they_are_parsed_and_sglangs_
     code, out = _check(f'SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=" 1 " python -m sglang.launch_server '
                        f"--model-path {LLAMA8} --context-length 200000")
     assert "does not parse" in out and "refuses to start" in out, out
+
+
+def _figures(out: str) -> dict[str, float]:
+    line = next(x for x in out.splitlines() if "params_per_card_gb=" in x)
+    return {k: float(v) for k, v in (p.split("=") for p in line.split(": ", 1)[1].split(", ") if "=" in p)
+            if v.replace(".", "").isdigit()}
+
+
+def test_a_stage_of_no_layers_is_priced_as_the_engines_run_it_and_a_negative_count_is_refused() -> None:
+    """vLLM 0.34.0 distributed/utils.py:227-238 refuses a negative count only: VLLM_PP_LAYER_PARTITION=0,32 runs
+    the embedding alone on the first stage and the 32 layers with the LM head on the last, so the heaviest rank
+    holds what one stage of all 32 layers and the head holds (Llama-3.1-8B: 6.98 B + 0.53 B parameters, 15.01 GB
+    in bf16), more than 1,31's; -1,33 is refused with the engine's reason."""
+    pp2 = f"vllm serve {LLAMA8} --tensor-parallel-size 1 --pipeline-parallel-size 2"
+    code, out = _check(f"VLLM_PP_LAYER_PARTITION=0,32 {pp2}", 2)
+    assert code == 0, out
+    empty = _figures(out)
+    assert empty["params_per_card_gb"] == 15.01, out
+    code, out = _check(f"VLLM_PP_LAYER_PARTITION=1,31 {pp2}", 2)
+    assert _figures(out)["params_per_card_gb"] < empty["params_per_card_gb"]
+    code, out = _check(f"VLLM_PP_LAYER_PARTITION=-1,33 {pp2}", 2)
+    assert code == 2 and "negative layer count" in out and len(out.strip().splitlines()) == 1, out
