@@ -3,6 +3,7 @@ reads them, a pipeline stage of no layers, the prefill of uneven stages, the per
 pipeline step, SGLang's NGRAM tree verify, and the multimodal wrappers whose encoder runs data parallel."""
 from __future__ import annotations
 
+import pytest
 from click.testing import CliRunner
 
 from solver.cli.main import main as cli
@@ -55,3 +56,26 @@ def test_a_stage_of_no_layers_is_priced_as_the_engines_run_it_and_a_negative_cou
     assert _figures(out)["params_per_card_gb"] < empty["params_per_card_gb"]
     code, out = _check(f"VLLM_PP_LAYER_PARTITION=-1,33 {pp2}", 2)
     assert code == 2 and "negative layer count" in out and len(out.strip().splitlines()) == 1, out
+
+
+def test_a_prompts_way_through_an_uneven_prefill_is_every_stage_over_the_fill_and_drain() -> None:
+    """A prompt crosses every stage (sum t_i) of a prefill step whose m microbatches take sum t_i + (m - 1) x
+    max t_i (pipeline.paced), so its share of the step is m sum / (sum + (m - 1) max): DeepSeek-R1 run 11 / 50
+    over PP2 with 4 prompts (m = 2) waits 2 x 61 / (61 + 50) prompt shares, not the equal stages' 4 / 3; the
+    balanced 31 / 30 2 x 61 / 92; one stage, or equal stages, keep pp m / (m + pp - 1)."""
+    from dataclasses import replace
+
+    from solver.estimate.closed_loop import serving_shape
+    from solver.estimate.engine_step import stage_layer_passes
+    from solver.estimate.pipeline import prefill_traversal
+    from solver.estimate.workload import Workload
+    from solver.specs.model_catalog import load_model
+
+    r1 = load_model("deepseek-r1")
+    wl = Workload("serving", isl=1024, osl=256, concurrency=4, token_budget=8192)
+    for split, want in (((11, 50), 2 * 61 / 111), ((31, 30), 2 * 61 / 92)):
+        model = replace(r1, stage_layers=split)
+        shape = serving_shape(wl, 1, 4, pp=2, stage_weights=stage_layer_passes(model, 2))
+        assert shape.prompts_per_step == 4 and shape.traversal == pytest.approx(want)
+    assert prefill_traversal(4, 16, (8.0,), (4,)) == pytest.approx(4 * 4 / 7)
+    assert prefill_traversal(1, 8, (61.0,), (1,)) == 1.0

@@ -178,13 +178,18 @@ def sends(phase: str, pp: int, m: int) -> int:
     return slots(phase, pp, m) - 1 if phase == "prefill" else slots(phase, pp, m)
 
 
-def prefill_traversal(pp: int, prompts: int) -> float:
+def prefill_traversal(pp: int, prompts: int, weights: tuple[float, ...] = (), counts: tuple[int, ...] = ()) -> float:
     """A prompt's way through a prefill step of `prompts` prompts, in prompt shares of the step (P_n / n): one
-    prompt is one microbatch and crosses all pp stages, pp slots, while the step's P_n spreads its
-    microbatches' slots (m + pp - 1) over the n prompts; a slot of n / m prompts taken as n / m slots of one
-    (the compute-bound share P_n / n of an unpipelined step). pp x m / (m + pp - 1): 1 without PP."""
+    prompt is one microbatch and crosses every stage, sum_i t_i, while the step's P_n (paced: sum_i t_i + (m - 1)
+    x max_i t_i) spreads over the n prompts; a microbatch of n / m prompts taken as n / m microbatches of one (the
+    compute-bound share P_n / n of an unpipelined step): m x sum / paced. `weights`: the distinct stages' relative
+    times (engine_step.stage_layer_passes: their layer passes), `counts` of each; none, equal stages, where it is
+    pp x m / (m + pp - 1). 1 without PP."""
     m = microbatches(pp, prompts)
-    return pp * m / slots("prefill", pp, m)
+    if not weights or len(set(weights)) == 1:
+        return pp * m / slots("prefill", pp, m)
+    span = paced("prefill", m, weights, counts)[0]
+    return m * sum(map(mul, weights, counts)) / span if span > 0 else 1.0
 
 
 def send_tier(hw, stage_world: int, pp: int, order: str = STAGE_MAJOR, engine: int = 0) -> str:
