@@ -79,3 +79,33 @@ def test_a_prompts_way_through_an_uneven_prefill_is_every_stage_over_the_fill_an
         assert shape.prompts_per_step == 4 and shape.traversal == pytest.approx(want)
     assert prefill_traversal(4, 16, (8.0,), (4,)) == pytest.approx(4 * 4 / 7)
     assert prefill_traversal(1, 8, (61.0,), (1,)) == 1.0
+
+
+def test_a_pipeline_steps_modules_are_every_stages_as_often_as_each_stands_in_the_step() -> None:
+    """A prefill step of 4 prompts over Llama-3.1-8B's 16 / 16 stages (m = 2) is both stages once and the slowest
+    (the last, with the LM head) once more: the first stage's embedding is listed by module, the head once per
+    time its stage stands in the step, and the modules still sum to the step's stage seconds
+    (pipeline.paced); a decode step paced by the slowest stage lists that stage m times."""
+    from solver.estimate import pipeline
+    from solver.estimate.compute import Work, factors_for
+    from solver.estimate.step import pipeline_step
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.parallel import ParallelConfig
+    from solver.specs.precision import resolve_precision
+
+    llama, hw = load_model(LLAMA8), load_hardware("h100_sxm")
+    prec, f = resolve_precision(llama, hw), factors_for(hw, load_framework("vllm").efficiency_for(hw))
+    pc = ParallelConfig(world_size=2, pp_size=2)
+    step = pipeline_step(llama, hw, pc, prec, f, Work.prefill(1024, 0, 4))
+    by_module: dict[str, float] = {}
+    for o in step.ops:
+        by_module[o.module] = by_module.get(o.module, 0.0) + o.time_s
+    assert by_module.get("embedding", 0.0) > 0 and by_module["lm_head"] > 0
+    assert pipeline.stage_shares("prefill", 2, (1.0, 2.0), (1, 1)) == (1.0, 2.0)
+    assert pipeline.stage_shares("decode", 4, (1.0, 2.0), (1, 1)) == (0.0, 4.0)
+    assert pipeline.stage_shares("decode", 1, (1.0, 2.0), (1, 1)) == (1.0, 1.0)
+    for phase, m, ts, cs in (("prefill", 3, (1.0, 2.5, 2.0), (1, 2, 1)), ("decode", 2, (1.0, 1.5), (3, 1))):
+        shares = pipeline.stage_shares(phase, m, ts, cs)
+        assert sum(s * t for s, t in zip(shares, ts)) == pytest.approx(pipeline.paced(phase, m, ts, cs)[0])

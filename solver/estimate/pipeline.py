@@ -166,9 +166,29 @@ def paced(phase: str, m: int, stage_s: tuple[float, ...], counts: tuple[int, ...
     top = max(stage_s)
     if phase == "prefill":
         return total + (m - 1) * top, sends(phase, pp, m)
-    if total + pp * send >= m * (top + send):
+    if _sum_paces(total, top, pp, m, send):
         return total, pp
     return m * top, m
+
+
+def _sum_paces(total: float, top: float, pp: int, m: int, send: float) -> bool:
+    """Whether a decode step is a token's way through every stage (its pp hand-offs with it), not m rounds of the
+    slowest stage (with m)."""
+    return total + pp * send >= m * (top + send)
+
+
+def stage_shares(phase: str, m: int, stage_s: tuple[float, ...], counts: tuple[int, ...],
+                 send: float = 0.0) -> tuple[float, ...]:
+    """How many times each distinct stage's microbatch time stands in a step `paced` times alike: sum_i share_i x
+    t_i is its stage seconds. Prefill: every stage once per stage it stands for (the first microbatch's way
+    through), the slowest m - 1 more (the drain); decode: each stage once per stage where the sum paces the step,
+    else the slowest m times. The step's per-module records are every stage's so weighted (step.pipeline_step)."""
+    top = stage_s.index(max(stage_s))
+    if phase == "prefill":
+        return tuple(float(c + (m - 1 if i == top else 0)) for i, c in enumerate(counts))
+    if _sum_paces(sum(map(mul, stage_s, counts)), stage_s[top], sum(counts), m, send):
+        return tuple(float(c) for c in counts)
+    return tuple(float(m) if i == top else 0.0 for i in range(len(counts)))
 
 
 def sends(phase: str, pp: int, m: int) -> int:
@@ -256,4 +276,4 @@ def _send_s(hw, stage_world: int, pp: int, nbytes: float, comm_eff: float, split
 
 
 __all__ = ["Stage", "stages", "distinct_stages", "stage_counts", "microbatches", "slots", "paced", "sends",
-           "prefill_traversal", "send_s", "send_tier", "handoff_width", "held_absent", "replace"]
+           "prefill_traversal", "stage_shares", "send_s", "send_tier", "handoff_width", "held_absent", "replace"]
