@@ -109,3 +109,28 @@ def test_a_pipeline_steps_modules_are_every_stages_as_often_as_each_stands_in_th
     for phase, m, ts, cs in (("prefill", 3, (1.0, 2.5, 2.0), (1, 2, 1)), ("decode", 2, (1.0, 1.5), (3, 1))):
         shares = pipeline.stage_shares(phase, m, ts, cs)
         assert sum(s * t for s, t in zip(shares, ts)) == pytest.approx(pipeline.paced(phase, m, ts, cs)[0])
+
+
+def test_a_lookup_trees_verified_tokens_are_the_decode_steps_activation_rows() -> None:
+    """SGLang 0.5.23's NGRAM verifies a tree of --speculative-num-draft-tokens tokens a sequence (speculative/
+    ngram_worker.py:299-303, 367-381: bs x draft_token_num rows, each given logits): at 256 sequences a tree of 64
+    runs 16,384 rows, past the 8,192-token prefill chunk, so the rank holds more than at a tree of 12, and the
+    decode step's rows are the workload's verify width (a chain lookup's 1 + depth, which no MTP layer counts)."""
+    from solver.estimate.compute import factors_for
+    from solver.estimate.serving import Workload, estimate_memory_options
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+
+    hw = load_hardware("h100_sxm")
+    f = factors_for(hw, load_framework("sglang").efficiency_for(hw))
+    tree = Workload("serving", isl=1024, osl=256, concurrency=8, mtp=6, verify_tokens=64)
+    assert estimate_memory_options(f, tree).decode_rows == 64
+    assert estimate_memory_options(f, Workload("serving", isl=1024, osl=256, concurrency=8, mtp=3)).decode_rows == 4
+    per_rank = {}
+    for tokens in (12, 64):
+        code, out = _run("check", "--command", f"python -m sglang.launch_server --model-path {LLAMA8} "
+                         f"--speculative-algorithm NGRAM --speculative-num-draft-tokens {tokens} "
+                         "--max-running-requests 256", "--hardware", "h100_sxm", "--cards", "1", "--isl", "1024",
+                         "--osl", "256", "--concurrency", "256", "--mtp-accept", "0.5")
+        per_rank[tokens] = _figures(out)["memory_per_rank_gb"]
+    assert per_rank[64] > per_rank[12] + 5, per_rank  # 16,384 rows, each with its logits
