@@ -134,3 +134,26 @@ def test_a_lookup_trees_verified_tokens_are_the_decode_steps_activation_rows() -
                          "--osl", "256", "--concurrency", "256", "--mtp-accept", "0.5")
         per_rank[tokens] = _figures(out)["memory_per_rank_gb"]
     assert per_rank[64] > per_rank[12] + 5, per_rank  # 16,384 rows, each with its logits
+
+
+def test_a_tower_flag_places_the_towers_only_of_the_wrappers_that_read_it() -> None:
+    """vLLM 0.34.0 takes --mm-encoder-tp-mode data only for a wrapper that sets supports_encoder_tp_data
+    (config/model.py:855-863; Qwen3VLForConditionalGeneration and its Qwen3.5 subclasses do, gemma3 and mistral3 do
+    not): gemma-3's tower stays split over TP 2 (fewer parameters a card than replicated) with a note of the
+    fallback, Qwen3.5's is replicated; SGLang's --no-mm-enable-dp-encoder is the switch cleared (its default:
+    argparse.BooleanOptionalAction, arg_groups/fields/mm.py:60-67), read, the tower split."""
+    def params(command: str) -> tuple[float, str]:
+        code, out = _check(command, 2)
+        assert code == 0, out
+        return _figures(out)["params_per_card_gb"], out
+
+    gemma = "vllm serve google/gemma-3-27b-it --tensor-parallel-size 2"
+    split, _ = params(gemma)
+    data, out = params(f"{gemma} --mm-encoder-tp-mode data")
+    assert data == split and "gemma3 wrapper does not read it" in out and "falls back" in out, out
+    qwen = "vllm serve Qwen/Qwen3.5-9B --tensor-parallel-size 2"
+    assert params(f"{qwen} --mm-encoder-tp-mode data")[0] > params(qwen)[0]
+    sg = "python -m sglang.launch_server --model-path Qwen/Qwen3.5-9B --tp 2"
+    cleared, out = params(f"{sg} --no-mm-enable-dp-encoder")
+    assert cleared == params(sg)[0] < params(f"{sg} --mm-enable-dp-encoder")[0]
+    assert "not read" not in out, out
