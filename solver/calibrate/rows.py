@@ -30,6 +30,7 @@ from solver.estimate.serving import (
     kv_capacity_per_replica, serving_shape, serving_steps, serving_times, step_layers, step_time, synced_ranks,
     token_budget,
 )
+from solver.estimate.engine_step import stage_layer_passes
 from solver.estimate.factors import Factors
 from solver.estimate.step import StepCost
 from solver.estimate.workload import config_budget, prompt_draft_passes
@@ -200,15 +201,16 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
     # this prompt's activations): without them row 137 held 298 where estimate holds 294 (TTFT 1.6% apart)
     cap = kv_capacity_per_replica(case.model, case.hw, case.pc, case.prec, wl.context_len,
                                   estimate_memory_options(framework_f, wl), wl.mtp)
+    draft = wl.mtp if case.model.num_mtp_layers else 0
     shape = serving_shape(wl, case.pc.attn_replicas, cap, synced, base.graph_sizes, case.pc.pp_size,
-                          ServingPolicy.of(framework_f).decode_first_for(synced))
+                          ServingPolicy.of(framework_f).decode_first_for(synced),
+                          stage_layer_passes(case.model, case.pc.pp_size, prompt_draft_passes(draft)))
     pre, dec = serving_steps(case.model, case.hw, case.pc, case.prec, base, wl, shape)
     pre0, dec0 = serving_steps(case.model, case.hw, case.pc, case.prec, zero, wl, shape)
     pre_d = dec_d = None
     if any(case.prec.weight_only(g) for g in case.prec.weights):
         pre_d, dec_d = serving_steps(case.model, case.hw, case.pc, case.prec,
                                      replace(base, dequant_gemm=DEQUANT_PROBE), wl, shape)
-    draft = wl.mtp if case.model.num_mtp_layers else 0
     pre_layers = step_layers(case.model, case.pc, "prefill", shape.prompts_per_step, prompt_draft_passes(draft))
     dec_layers = step_layers(case.model, case.pc, "decode", shape.graph_batch or shape.running, draft)
     return Prepared(index, row, case, shape, StepTerms.of(pre, "prefill", base, pre0, pre_layers, pre_d),

@@ -99,8 +99,9 @@ def _peak_terms(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_l
     pre = _terms(model, pc, chunk, max(1.0, chunk / prompt), knobs, kvp_layout, max(prompt, chunk) / key_shards,
                  cap, zero)
     # a decode step runs each sequence's token and its draft tokens (MTP: 1 + drafts rows, each scored and
-    # given logits); the engine's prefill bound may not hold there (MemoryOptions.indexer_decode_logits_unbounded)
-    rows = seqs * (1 + opts.decode_drafts)
+    # given logits; a lookup's tree: all its tokens, MemoryOptions.decode_rows); the engine's prefill bound may
+    # not hold there (MemoryOptions.indexer_decode_logits_unbounded)
+    rows = seqs * (opts.decode_rows or 1 + opts.decode_drafts)
     dec = _terms(model, pc, rows, rows, knobs, kvp_layout, max(seq_len, 1) / key_shards,
                  decode_logits_bound(model, pc, opts), zero)
     return {k: max(pre.get(k, 0.0), dec.get(k, 0.0)) for k in pre.keys() | dec.keys()}

@@ -53,9 +53,9 @@ its chunks), S = p + (chunks - 1) tau its service time and lambda [1/s] the rank
     W_q        = min(rho S / (2 (1 - rho)), (B - 1) S)   M/D/1 mean wait for the prefill server
     TTFT_ss    = o + ftl + (r - 1) p + tau / 2 + S + W_q half a step of residual before the scheduler picks it up;
                                                          r p: what the prompt waits to cross its step (r = 1, or
-                                                         pp m / (m + pp - 1) under PP: it crosses every stage,
-                                                         pipeline.prefill_traversal), while the queue's service
-                                                         time stays its share p
+                                                         m sum t / (sum t + (m - 1) max t) under PP: it crosses
+                                                         every stage, pipeline.prefill_traversal), while the
+                                                         queue's service time stays its share p
     lambda (TTFT_ss + (OSL - 1) s / m) = B               (a quadratic in q on each side of W_q's cap:
                                                          balance_root; s = tau / (1 - rho))
 
@@ -153,9 +153,11 @@ class ServingTimes:
 
 
 def serving_shape(wl: Workload, replicas: int, kv_capacity_per_replica: float, synced_ranks: int = 1,
-                  graph_sizes: tuple[int, ...] = (), pp: int = 1, decode_first: bool = False) -> ServingShape:
+                  graph_sizes: tuple[int, ...] = (), pp: int = 1, decode_first: bool = False,
+                  stage_weights: tuple[tuple[float, ...], tuple[int, ...]] = ((), ())) -> ServingShape:
     """The counts of one replica. `decode_first`: a prompt shares its step's budget with the running decodes
-    (prompt_room), else a prefill step holds prompts only."""
+    (prompt_room), else a prefill step holds prompts only. `stage_weights`: the pipeline's distinct stages'
+    prefill weights and counts (engine_step.stage_layer_passes; none: equal stages)."""
     per_replica = max(1, math.ceil(wl.concurrency / replicas))
     running = min(per_replica, max(1, int(kv_capacity_per_replica)))
     if wl.max_running > 0:
@@ -167,7 +169,7 @@ def serving_shape(wl: Workload, replicas: int, kv_capacity_per_replica: float, s
     chunks = max(1, math.ceil(new / room))
     padded, eager = graph_batch(running, graph_sizes)
     return ServingShape(per_replica, running, n, chunks, max(1, synced_ranks), padded, eager,
-                        pipeline.prefill_traversal(pp, n))
+                        pipeline.prefill_traversal(pp, n, *stage_weights))
 
 
 def prompt_room(budget: int, running: int, mtp: int) -> int:

@@ -84,13 +84,24 @@ def step_layers(model: ModelSpec, pc: ParallelConfig, phase: str, sequences: flo
     (pipeline.microbatches, each holding 1/m of the sequences): one sequence alone crosses every stage's
     layers, 11 + 50 on an 11 / 50 split. A count from the model and the layout, never from step costs
     (figures.step_plan holds it)."""
-    mtp = draft_passes * len(model.mtp_modules[0]) if draft_passes and model.mtp_modules else 0
     if pc.pp_size <= 1:
-        return float(model.num_layers + mtp)
-    layers = tuple(float(len(st.model.layers) + (mtp if st.last else 0))
-                   for st in pipeline.distinct_stages(model, pc.pp_size))
+        return float(model.num_layers + _mtp_passes(model, draft_passes))
+    layers, counts = stage_layer_passes(model, pc.pp_size, draft_passes)
     m = pipeline.microbatches(pc.pp_size, sequences)
-    return pipeline.paced(phase, m, layers, pipeline.stage_counts(model, pc.pp_size))[0] / m
+    return pipeline.paced(phase, m, layers, counts)[0] / m
+
+
+def _mtp_passes(model: ModelSpec, draft_passes: int) -> int:
+    return draft_passes * len(model.mtp_modules[0]) if draft_passes and model.mtp_modules else 0
+
+
+def stage_layer_passes(model: ModelSpec, pp: int, draft_passes: int = 0) -> tuple[tuple[float, ...], tuple[int, ...]]:
+    """(layer passes of each of pipeline.distinct_stages, how many stages each stands for): the stage's layers,
+    the last with `draft_passes` passes through the MTP module's; the stages' weights in a step (step_layers) and
+    in a prompt's way through one (pipeline.prefill_traversal). A count from the model and the layout."""
+    mtp = _mtp_passes(model, draft_passes)
+    return (tuple(float(len(st.model.layers) + (mtp if st.last else 0)) for st in pipeline.distinct_stages(model, pp)),
+            pipeline.stage_counts(model, pp))
 
 
 def step_time(gpu_s: float, kernels: float, sequences: float, eager: bool, f: Factors, *, layers: float) -> float:

@@ -20,7 +20,8 @@ from solver.estimate.compute import Factors, Work
 from solver.estimate.closed_loop import (ServingKit, ServingPolicy, ServingShape, ServingTimes, serving_figures,
                                         serving_kit, serving_shape, synced_ranks)
 from solver.estimate.closed_loop import ttft_floor as serving_ttft_floor
-from solver.estimate.engine_step import graph_batch, graph_sizes_at, launch_floor_s, sequence_cost_s, step_layers
+from solver.estimate.engine_step import (graph_batch, graph_sizes_at, launch_floor_s, sequence_cost_s,
+                                        stage_layer_passes, step_layers)
 from solver.estimate.workload import (Workload, mtp_tokens_per_step, prompt_draft_passes, request_overhead,
                                       token_budget)
 from solver.specs.model import ModelSpec
@@ -106,7 +107,8 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
     cap = kv_capacity_per_replica if math.isfinite(kv_capacity_per_replica) else float(wl.concurrency)
     sizes = graph_sizes_at(f, pc, model.num_experts, math.ceil(wl.concurrency / replicas), mtp_layers)
     shape = serving_shape(wl, replicas, cap, synced, sizes, pc.pp_size,
-                          ServingPolicy.of(f).decode_first_for(synced))
+                          ServingPolicy.of(f).decode_first_for(synced),
+                          stage_layer_passes(model, pc.pp_size, prompt_draft_passes(mtp_layers)))
     n = shape.prompts_per_step
     pre = Work.prefill(*wl.prompt_tokens, n)
     b = shape.graph_batch or shape.running

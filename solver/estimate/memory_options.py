@@ -84,6 +84,11 @@ class MemoryOptions:
     # draft tokens a decode step verifies per sequence beside its own (MTP depth; memory_per_rank sets it from its
     # mtp_layers): the decode step's rows
     decode_drafts: int = 0
+    # tokens a decode step runs each sequence where the workload says (Workload.verify_width: its own and the
+    # drafts it verifies, a lookup's whole tree where the engine verifies one: SGLang's NGRAM runs bs x
+    # --speculative-num-draft-tokens rows, sglang 0.5.23 speculative/ngram_worker.py:299-303, 367-381); 0: 1 +
+    # decode_drafts. The decode step's rows
+    decode_rows: int = 0
     # the engine's zero-expert routing (FrameworkProfile.zero_expert_picks_computed): every zero pick runs as expert 0,
     # so the rank holding it holds their activations too (layers.moe.MoE.hot_rank_activation)
     zero_expert_picks_computed: bool = False
@@ -197,19 +202,22 @@ def device_options(opts: MemoryOptions, hw: Hardware) -> MemoryOptions:
 
 
 def workload_options(opts: MemoryOptions, prompt_tokens: int, drafts: int | None = None,
-                     step_prompts: int | None = None) -> MemoryOptions:
+                     step_prompts: int | None = None, rows: int | None = None) -> MemoryOptions:
     """`opts` for requests of `prompt_tokens` prompt tokens decoding with `drafts` draft tokens a step (None: as
     `opts` has it): what a caller holding the workload passes on, so that the planner's tables and
     memory_per_rank size one prefill and one decode step. `step_prompts`: a prefill-only worker's prompts, which
     its estimate prices as one step (estimate.figures, estimate.disagg) and its command's token budget holds
     (launch.emit.step_budget): a forward then holds all of them, past the engine's budget (the command gives each
-    attention-DP rank the larger of the two where the engine divides it, so no share is taken)."""
+    attention-DP rank the larger of the two where the engine divides it, so no share is taken). `rows`: the tokens
+    a decode step runs each sequence (decode_rows; None: as `opts` has it)."""
     drafts = opts.decode_drafts if drafts is None else drafts
+    rows = opts.decode_rows if rows is None else rows
     chunk = (max(opts.prefill_chunk or opts.token_budget, step_prompts * prompt_tokens) if step_prompts
              else opts.prefill_chunk)
-    if opts.prompt_tokens == prompt_tokens and opts.decode_drafts == drafts and opts.prefill_chunk == chunk:
+    if (opts.prompt_tokens == prompt_tokens and opts.decode_drafts == drafts and opts.prefill_chunk == chunk
+            and opts.decode_rows == rows):
         return opts
-    return replace(opts, prompt_tokens=prompt_tokens, decode_drafts=drafts, prefill_chunk=chunk)
+    return replace(opts, prompt_tokens=prompt_tokens, decode_drafts=drafts, prefill_chunk=chunk, decode_rows=rows)
 
 
 def memory_limit(capacity_bytes: float, reserved_bytes: float, total_fraction: float) -> float:

@@ -166,9 +166,29 @@ def paced(phase: str, m: int, stage_s: tuple[float, ...], counts: tuple[int, ...
     top = max(stage_s)
     if phase == "prefill":
         return total + (m - 1) * top, sends(phase, pp, m)
-    if total + pp * send >= m * (top + send):
+    if _sum_paces(total, top, pp, m, send):
         return total, pp
     return m * top, m
+
+
+def _sum_paces(total: float, top: float, pp: int, m: int, send: float) -> bool:
+    """Whether a decode step is a token's way through every stage (its pp hand-offs with it), not m rounds of the
+    slowest stage (with m)."""
+    return total + pp * send >= m * (top + send)
+
+
+def stage_shares(phase: str, m: int, stage_s: tuple[float, ...], counts: tuple[int, ...],
+                 send: float = 0.0) -> tuple[float, ...]:
+    """How many times each distinct stage's microbatch time stands in a step `paced` times alike: sum_i share_i x
+    t_i is its stage seconds. Prefill: every stage once per stage it stands for (the first microbatch's way
+    through), the slowest m - 1 more (the drain); decode: each stage once per stage where the sum paces the step,
+    else the slowest m times. The step's per-module records are every stage's so weighted (step.pipeline_step)."""
+    top = stage_s.index(max(stage_s))
+    if phase == "prefill":
+        return tuple(float(c + (m - 1 if i == top else 0)) for i, c in enumerate(counts))
+    if _sum_paces(sum(map(mul, stage_s, counts)), stage_s[top], sum(counts), m, send):
+        return tuple(float(c) for c in counts)
+    return tuple(float(m) if i == top else 0.0 for i in range(len(counts)))
 
 
 def sends(phase: str, pp: int, m: int) -> int:
@@ -178,13 +198,18 @@ def sends(phase: str, pp: int, m: int) -> int:
     return slots(phase, pp, m) - 1 if phase == "prefill" else slots(phase, pp, m)
 
 
-def prefill_traversal(pp: int, prompts: int) -> float:
+def prefill_traversal(pp: int, prompts: int, weights: tuple[float, ...] = (), counts: tuple[int, ...] = ()) -> float:
     """A prompt's way through a prefill step of `prompts` prompts, in prompt shares of the step (P_n / n): one
-    prompt is one microbatch and crosses all pp stages, pp slots, while the step's P_n spreads its
-    microbatches' slots (m + pp - 1) over the n prompts; a slot of n / m prompts taken as n / m slots of one
-    (the compute-bound share P_n / n of an unpipelined step). pp x m / (m + pp - 1): 1 without PP."""
+    prompt is one microbatch and crosses every stage, sum_i t_i, while the step's P_n (paced: sum_i t_i + (m - 1)
+    x max_i t_i) spreads over the n prompts; a microbatch of n / m prompts taken as n / m microbatches of one (the
+    compute-bound share P_n / n of an unpipelined step): m x sum / paced. `weights`: the distinct stages' relative
+    times (engine_step.stage_layer_passes: their layer passes), `counts` of each; none, equal stages, where it is
+    pp x m / (m + pp - 1). 1 without PP."""
     m = microbatches(pp, prompts)
-    return pp * m / slots("prefill", pp, m)
+    if not weights or len(set(weights)) == 1:
+        return pp * m / slots("prefill", pp, m)
+    span = paced("prefill", m, weights, counts)[0]
+    return m * sum(map(mul, weights, counts)) / span if span > 0 else 1.0
 
 
 def send_tier(hw, stage_world: int, pp: int, order: str = STAGE_MAJOR, engine: int = 0) -> str:
@@ -251,4 +276,4 @@ def _send_s(hw, stage_world: int, pp: int, nbytes: float, comm_eff: float, split
 
 
 __all__ = ["Stage", "stages", "distinct_stages", "stage_counts", "microbatches", "slots", "paced", "sends",
-           "prefill_traversal", "send_s", "send_tier", "handoff_width", "held_absent", "replace"]
+           "prefill_traversal", "stage_shares", "send_s", "send_tier", "handoff_width", "held_absent", "replace"]

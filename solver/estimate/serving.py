@@ -16,7 +16,7 @@ here (`__all__`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from solver.estimate.closed_loop import (
     ServingPolicy,
@@ -143,9 +143,11 @@ def estimate_memory_options(f: Factors, wl: Workload, mem_opts: MemoryOptions | 
     mem_opts = engine_options(mem_opts, f)  # memory under the engine's layout, as the steps are costed
     if wl.kind == "prefill" and f.prefill_budget_set:  # every prompt at once (figures.step_plan), as its command
         return workload_options(mem_opts, wl.seq_len, step_prompts=wl.batch)
+    # a decode step runs each sequence's verify width (a lookup's drafts too, which no MTP layer counts)
+    rows = wl.verify_width if wl.mtp else None
     if wl.isl:  # the prompt a prefill of one request holds, where the workload names it
-        return workload_options(mem_opts, wl.isl)
-    return mem_opts
+        return workload_options(mem_opts, wl.isl, rows=rows)
+    return replace(mem_opts, decode_rows=rows) if rows else mem_opts
 
 
 def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, wl: Workload,

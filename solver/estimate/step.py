@@ -161,15 +161,14 @@ def pipeline_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Prec
     """A step of one pipeline (estimate.pipeline): each stage's cost on a microbatch (its layers, the
     embedding on the first, the LM head and MTP on the last), the stages' times with their activation hand-offs
     combined as pipeline.paced does (prefill: fill and drain, sum + (m - 1) x max; decode: max(sum, m x max)).
-    The returned ops and collectives are the pacing (slowest) stage's, scaled by the effective slot count (the
-    step's stage seconds over the pacing stage's), plus `pp_send_recv`: what a caller sums per module is what
-    the step takes."""
+    The returned ops and collectives are every distinct stage's, each scaled by the times it stands in the step
+    (pipeline.stage_shares: the embedding of a first stage and the LM head of a last both listed), plus
+    `pp_send_recv`: what a caller sums per module is what the step takes."""
     pp, spc = pc.pp_size, pc.stage()
     m, micro = micro_work(pp, w)
     # the stage's groups priced on the ranks they hold under the engine's rank order (stage_ranks)
     shw = stage_device(hw, f.rank_order, pp, spc.attn_group_size, spc.world_size)
-    pacing: StepCost | None = None
-    pacing_s = 0.0
+    costs: list[StepCost] = []  # each distinct stage's records
     times: list[float] = []  # each distinct stage's seconds on a microbatch, less the step overhead
     launches: list[float] = []  # and its kernel-launch overhead seconds
     for st in pipeline.distinct_stages(model, pp):
@@ -181,9 +180,7 @@ def pipeline_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Prec
         t = sc.compute_s + sc.exposed_comm_s
         times.append(t)
         launches.append(sum(o.overhead_s for o in sc.ops))
-        if pacing is None or t > pacing_s:
-            pacing, pacing_s = sc, t
-    assert pacing is not None
+        costs.append(sc)
     counts = pipeline.stage_counts(model, pp)
     # the hand-offs, module "pipeline" (plan/tables charges them to the attention group, which owns the layout):
     # a rank forwards its slice of its attention replica's hidden states (handoff_width: with the residual) of the
@@ -192,16 +189,15 @@ def pipeline_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Prec
     width = pipeline.handoff_width(model, f)
     t = pipeline.send_s(hw, spc.world_size, pp, micro.new_tokens, width, f.comm, split,
                         f.rank_order, spc.attn_group_size)
-    span, n = pipeline.paced(w.phase, m, tuple(times), counts, t)
-    # the pacing stage's records stand for the step: scaled so they sum to its stage seconds (equal stages: the
-    # slot count); a step of no stage seconds keeps the slots
-    k = span / pacing_s if pacing_s > 0 else pipeline.slots(w.phase, pp, m)
+    n = pipeline.paced(w.phase, m, tuple(times), counts, t)[1]
+    # every stage's records, each as often as its time stands in the step: they sum to its stage seconds
+    shares = pipeline.stage_shares(w.phase, m, tuple(times), counts, t)
     # each stage is its own process launching its own kernels: run eagerly, the launchers pace the pipeline as
     # its GPU stages do, so the step's launch count combines the stages' counts as their times combine
     launched = pipeline.paced(w.phase, m, tuple(launches), counts)[0]
     kernels = launched / f.kernel_overhead_s if f.kernel_overhead_s > 0 else 0.0
-    out = StepCost([o.scaled(k) for o in pacing.ops], [c.scaled(k) for c in pacing.comms], f.step_overhead_s,
-                   kernels)
+    out = StepCost([o.scaled(k) for sc, k in zip(costs, shares) if k for o in sc.ops],
+                   [c.scaled(k) for sc, k in zip(costs, shares) if k for c in sc.comms], f.step_overhead_s, kernels)
     tier = pipeline.send_tier(hw, spc.world_size, pp, f.rank_order, spc.attn_group_size)
     out.comms.append(CommCost("pp_send_recv", "pipeline", "send_recv", 2,
                               micro.new_tokens * width * ACT_BYTES / split * n, t * n, t * n, tier))

@@ -14,7 +14,7 @@ from typing import Any
 
 from solver.errors import InputError
 from solver.launch.command_reading import launch_reading, slot_name, slot_of
-from solver.launch.command_layout import command_offload, command_split, command_towers
+from solver.launch.command_layout import command_offload, command_split, command_towers, unread_tower_flags
 from solver.launch.draft_method import command_draft, lookup_depth, lookup_verify_tokens, method_slot
 from solver.launch.read_command import CommandReading, model_len_arg, read_command, spells_depth
 from solver.specs.dtypes import number_format
@@ -221,7 +221,7 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
     # the towers as the command places them: replicated whole on every rank, or not loaded
     spec = load_model(r.model)
     towers = command_towers(fw, r.given, spec)
-    flags = {tf.flag for tf in fw.tower_flags}
+    flags = {f for tf in fw.tower_flags for f in (tf.flag, tf.off_flag) if f}
     r.not_read = [n for n in r.not_read if n not in flags]  # read: they place the towers (or leave them be)
     if towers is not None:
         mode, said, unloaded = towers
@@ -235,6 +235,7 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
         else:
             r.notes.append(f"{said}: the model's {names} tower is held whole on every rank (replicated, not split "
                            "over TP)")
+    r.notes.extend(unread_tower_flags(fw, r.given, spec))
     # the KV offload flags: read and named, not priced (command_offload says why)
     offload = command_offload(fw, r.given)
     if offload is not None:

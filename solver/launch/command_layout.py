@@ -22,7 +22,7 @@ def command_towers(fw: Any, given: dict, model: Any) -> tuple[str, str, tuple[st
     for tf in fw.tower_flags:
         value = given.get(("flag", tf.flag))
         read = [name for name, wrapper in towers.items() if tf.reads(wrapper)]
-        if value is None or not read:
+        if value is None or not read or tf.off_flag is not None and ("flag", tf.off_flag) in given:
             continue
         said = f"{tf.flag}{'' if tf.value is None and not tf.zero_limits else f' {value}'}"
         if tf.zero_limits:
@@ -52,6 +52,23 @@ def command_towers(fw: Any, given: dict, model: Any) -> tuple[str, str, tuple[st
         return None
     said = ", ".join(dict.fromkeys([*([whole] if whole else []), *unloaded.values()]))
     return ("whole" if whole else "engine"), said, tuple(unloaded)
+
+
+def unread_tower_flags(fw: Any, given: dict, model: Any) -> list[str]:
+    """A note for each tower flag the command gives that `model`'s wrapper does not read (TowerFlag.model_types):
+    the tower stays where the engine's layout places it, and what the engine does with the flag
+    (TowerFlag.unread: vLLM warns and falls back to --mm-encoder-tp-mode weights)."""
+    out = []
+    for tf in fw.tower_flags:
+        value = given.get(("flag", tf.flag))
+        wrappers = sorted({e.wrapper for e in model.encoders if not tf.reads(e.wrapper)})
+        if value is None or not wrappers:
+            continue
+        said = f"{tf.flag}{'' if tf.value is None and not tf.zero_limits else f' {value}'}"
+        does = tf.unread or f"{fw.name} ignores it"
+        out.append(f"{said}: the {'/'.join(wrappers)} wrapper does not read it ({does}): its tower priced as the "
+                   "engine's layout places it")
+    return out
 
 
 def command_split(fw: Any, given: dict, pp: int, model: Any) -> tuple[list[int], str] | None:

@@ -378,7 +378,7 @@ def _switch_off(fw: FrameworkProfile, arg: LaunchArg, value: str) -> str:
     """'VAR=value, which ENGINE reads as off (on: ...)', or, for a value its strict parse (env_off) takes neither
     way, that the engine does not parse it and keeps its default, off."""
     on = ", ".join(arg.env_on or ())
-    if arg.env_off is not None and value.lower() not in arg.env_off:
+    if arg.env_off is not None and arg.env_parsed(value) not in arg.env_off:
         return (f"{arg.env}={value}, which {fw.name} does not parse (it takes {on} for on, "
                 f"{', '.join(arg.env_off)} for off, in any case) and so keeps its default, off")
     return f"{arg.env}={value}, which {fw.name} reads as off (on: {on})"
@@ -389,7 +389,7 @@ def _switched_on(arg: LaunchArg, value: str | None) -> bool:
     env_on, one of the values its engine parses as true (vLLM reads "1" / "true", so "=0" leaves it off)."""
     if value is None:
         return False
-    return arg.env_on is None or value.lower() in arg.env_on
+    return arg.env_on is None or arg.env_parsed(value) in arg.env_on
 
 
 def model_len_arg(fw: FrameworkProfile) -> LaunchArg:

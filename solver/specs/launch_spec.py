@@ -120,6 +120,9 @@ class LaunchArg(BaseModel):
     env_off: list[str] | None = Field(None, description="for an env switch the engine parses strictly: the values "
                                       "(lower-cased) it reads as off; a value in neither list it does not parse "
                                       "(it keeps its default, off)")
+    env_strip: bool = Field(False, description="for an env switch: the engine strips surrounding whitespace from "
+                            "the value before it parses it (vLLM's envs.py .strip().lower()); off, the value is "
+                            "parsed as written (SGLang's EnvBool lower-cases only)")
     knob: str | None = Field(None, description="what a refusal names (the knob or setting this spells)")
     source: str | None = Field(None, description="where the spelling is read when the facts' engines.md does not "
                                "spell it (an engine wheel's file and version)")
@@ -129,6 +132,11 @@ class LaunchArg(BaseModel):
                                   "nor an engine wheel): the launch prints it as a note beside the command")
     default: int | None = Field(None, description="the engine's value when the flag is absent (its source's "
                                 "default): a value equal to it is left out of the command")
+
+    def env_parsed(self, value: str) -> str:
+        """An env switch's value as the engine compares it with env_on / env_off: lower-cased, stripped first
+        where it strips (env_strip)."""
+        return (value.strip() if self.env_strip else value).lower()
 
     _when: Expr = PrivateAttr()
     _value: Expr | None = PrivateAttr(None)
@@ -161,6 +169,8 @@ class LaunchArg(BaseModel):
                 raise ValueError(f"text uses unknown placeholder(s) {', '.join(unknown)}")
         if self.env_on is not None and self.env is None:
             raise ValueError("env_on needs an env name")
+        if self.env_strip and self.env_on is None:
+            raise ValueError("env_strip needs env_on (the values the engine parses as on)")
         if self.env_off is not None and self.env_on is None:
             raise ValueError("env_off needs env_on (the values the engine parses as on)")
         if self.default is not None and (self.value is None or self.flag is None or self.doc or self.env):

@@ -28,7 +28,10 @@ def stage_sizes(num_layers: int, pp: int, unit: int = 1, remainder: str = "first
 def stage_split(layers: list[int], model: ModelSpec, pp: int, field: str, said: str | None = None) -> tuple[int, ...]:
     """A pipeline split as the engines take one (vLLM 0.34.0 / SGLang 0.5.23 distributed/utils.py get_pp_indices
     refuse a count of stages other than pp or a sum other than the layers): a stage per pp rank, the model's decoder
-    layers in all, each stage at least one (a stage of none is not priced). `said`: the split as given."""
+    layers in all, none negative (vLLM's "Negative layer count"). A stage of no layers is accepted as both engines
+    accept it (vLLM 0.34.0 distributed/utils.py:227-238 refuses a negative count only, SGLang 0.5.23 :123-135 no
+    count): it holds what sits outside the layer stack on its place (the embedding first, the LM head last) and
+    hands the hidden states on. `said`: the split as given."""
     total = len(model.layers) // model.stage_unit
     said = said or ",".join(map(str, layers))
     if len(layers) != pp:
@@ -36,8 +39,8 @@ def stage_split(layers: list[int], model: ModelSpec, pp: int, field: str, said: 
     if sum(layers) != total:
         raise InputError(field, f"{said}: {sum(layers)} layers in all, while {model.name} has {total}; the engine "
                                 "refuses it")
-    if min(layers) < 1:
-        raise InputError(field, f"{said}: a stage of no layers is not priced")
+    if min(layers) < 0:
+        raise InputError(field, f"{said}: a negative layer count; the engine refuses it")
     return tuple(layers)
 
 

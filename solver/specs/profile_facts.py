@@ -138,6 +138,10 @@ class TowerFlag(BaseModel):
     model_types: list[str] = Field(default_factory=list, description="the wrappers (model_type) whose code reads "
                                    "the flag; empty: every wrapper")
     towers: Literal["whole", "none"] = Field(description="whole: replicated on every rank; none: not loaded")
+    unread: str | None = Field(None, description="what the engine does with the flag where the wrapper does not "
+                               "read it (model_types), said beside the command (None: it ignores it)")
+    off_flag: str | None = Field(None, pattern=r"^--", description="the switch's clearing spelling (--no-X), "
+                                 "which leaves the towers as the engine's layout places them")
     source: str = Field(min_length=1, description="the engine source file:line")
 
     @model_validator(mode="after")
