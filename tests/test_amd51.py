@@ -1,0 +1,39 @@
+"""Stop 51's user-level hunt of the AMD path (MI300X / MI325X / MI355X with ATOM, vLLM and SGLang on ROCm), one
+rule each."""
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from solver.cli.main import main as cli
+
+
+def _run(*argv: str) -> tuple[int, str]:
+    res = CliRunner(env={"COLUMNS": "400"}).invoke(cli, list(argv), catch_exceptions=False)
+    return res.exit_code, res.stdout + res.stderr
+
+
+_DCP8_V32 = """model: deepseek-ai/DeepSeek-V3.2
+hardware: HW
+world_size: 8
+framework: vllm
+workload: {isl: 32768, osl: 1024, concurrency: 16}
+parallel_config: {attn_tp_size: 1, dense_tp_size: 8, moe_tp_size: 8, embed_tp_size: 8, lmhead_tp_size: 8,
+                  o_proj_tp_size: 8, cp_size: 1, kvp_size: 8}
+"""
+
+
+def test_vllm_refuses_decode_context_parallel_on_a_dsa_model_on_rocm(tmp_path) -> None:
+    """vLLM 0.34.0 gives a sparse-attention (DSA) model one ROCm backend, ROCM_AITER_MLA_SPARSE, whose impl says
+    supports_dcp = False (rocm_aiter_mla_sparse.py:780), so -dcp finds no valid backend at startup: check names the
+    rule on MI355X, and a pasted -dcp command reads back to no admitted configuration; the same layout on a CUDA
+    device (FlashMLA sparse: supports_dcp) stays valid."""
+    for hw, want in (("mi355x", 1), ("h200_sxm", 0)):
+        path = tmp_path / f"{hw}.yaml"
+        path.write_text(_DCP8_V32.replace("HW", hw))
+        code, out = _run("check", str(path))
+        assert code == want and ("C.dcp_dsa_not_on_rocm" in out) == (want == 1), out
+    cmd = ("vllm serve x --tensor-parallel-size 8 --decode-context-parallel-size 8 --max-num-seqs 16 "
+           "--max-model-len 33792")
+    code, out = _run("check", "--model", "deepseek-ai/DeepSeek-V3.2", "--framework", "vllm", "--isl", "32768",
+                     "--osl", "1024", "--hardware", "mi355x", "--command", cmd)
+    assert code == 2 and len(out.strip().splitlines()) == 1 and "no configuration vllm admits" in out, out
