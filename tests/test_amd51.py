@@ -37,3 +37,22 @@ def test_vllm_refuses_decode_context_parallel_on_a_dsa_model_on_rocm(tmp_path) -
     code, out = _run("check", "--model", "deepseek-ai/DeepSeek-V3.2", "--framework", "vllm", "--isl", "32768",
                      "--osl", "1024", "--hardware", "mi355x", "--command", cmd)
     assert code == 2 and len(out.strip().splitlines()) == 1 and "no configuration vllm admits" in out, out
+
+
+def _launch_notes(*argv: str) -> str:
+    code, out = _run("solve", *argv, "--cards", "8", "--top", "1", "--format", "launch", "--time-limit", "5")
+    assert code == 0, out
+    return "\n".join(line for line in out.splitlines() if line.startswith("# note:"))
+
+
+def test_atoms_launch_says_a_quantized_weight_format_is_unverified() -> None:
+    """The facts give ATOM no weight format (engines.md: a KV dtype row alone), so a quantized format its command
+    serves, the user's (INT4 on MI300X) or the checkpoint's own (gpt-oss's MXFP4 on MI355X), is said to be
+    unverified on that device; a 16-bit checkpoint, and vLLM (whose profile lists no such field), say nothing."""
+    assert "weights int4: atom's sources do not show it" in _launch_notes(
+        "meta-llama/Meta-Llama-3.1-70B", "--hardware", "mi300x", "--framework", "atom", "--weight-dtype", "int4")
+    notes = _launch_notes("openai/gpt-oss-120b", "--hardware", "mi355x", "--framework", "atom")
+    assert "weights mxfp4:" in notes and "unverified on mi355x" in notes, notes
+    assert "unverified" not in _launch_notes("meta-llama/Meta-Llama-3.1-70B", "--hardware", "mi300x",
+                                             "--framework", "atom")
+    assert "unverified" not in _launch_notes("openai/gpt-oss-120b", "--hardware", "mi355x", "--framework", "vllm")
