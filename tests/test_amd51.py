@@ -56,3 +56,16 @@ def test_atoms_launch_says_a_quantized_weight_format_is_unverified() -> None:
     assert "unverified" not in _launch_notes("meta-llama/Meta-Llama-3.1-70B", "--hardware", "mi300x",
                                              "--framework", "atom")
     assert "unverified" not in _launch_notes("openai/gpt-oss-120b", "--hardware", "mi355x", "--framework", "vllm")
+
+
+def test_check_says_a_pasted_format_value_the_profile_does_not_spell_is_not_read() -> None:
+    """ATOM's --kv_cache_dtype takes bf16 / fp8 (engines.md); a pasted fp8_e4m3 (SGLang's spelling) is not read,
+    so the estimate prices the default cache: check says that, not that the launch leaves the flag at the engine's
+    default (as if the value were the default)."""
+    base = "python3 -m atom.entrypoints.openai_server --model x -tp 8 --max-num-seqs 16 --max-model-len 4352"
+    common = ("--model", "meta-llama/Meta-Llama-3.1-70B", "--hardware", "mi300x", "--framework", "atom",
+              "--isl", "4096", "--osl", "256")
+    code, out = _run("check", *common, "--command", f"{base} --kv_cache_dtype fp8_e4m3")
+    assert code == 0 and "fp8_e4m3, none of the values atom's profile spells (bf16, fp8): not read" in out, out
+    code, out = _run("check", *common, "--command", f"{base} --kv_cache_dtype fp8")
+    assert code == 0 and "none of the values" not in out, out
