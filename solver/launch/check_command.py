@@ -79,7 +79,14 @@ def _settings_notes(r: CommandReading, hardware: str, isl: int, osl: int, concur
                 or "{model_path}" in (arg.text or ""):  # the site's, compared with nothing; the model, read
             continue
         mine, plan = r.given.get(slot), printed.get(slot)
+        # a value outside the profile's spellings of a format (ATOM's --kv_cache_dtype: bf16 / fp8, engines.md) is
+        # not the engine's default: the estimate cannot read it, so it says which format it priced instead
+        spelled = sorted({str(v) for v in arg.map.values()}) if arg.map else []
+        unspelled = mine is not None and spelled and str(mine) not in spelled
         line = f"{slot_name(slot, fw)}: " + (f"not given; the launch sets {plan}" if mine is None else
+                                             f"{mine}, none of the values {fw.name}'s profile spells "
+                                             f"({', '.join(spelled)}): not read, the estimate prices the engine's "
+                                             "default" if unspelled else
                                              f"{mine}, the launch's {plan}" if plan is not None else
                                              f"{mine}, which the launch leaves at the engine's default")
         if mine != plan and line not in out:

@@ -269,6 +269,26 @@ def _formats(fw: FrameworkProfile, args: list[LaunchArg], names: dict[str, Any],
     return notes, unspelled
 
 
+def _unverified_weights_note(fw: FrameworkProfile, model: ModelSpec, inputs: LaunchInputs,
+                             hw: Hardware) -> str | None:
+    """The quantized weight formats the command serves (the user's, else the checkpoint's own) that the profile's
+    sources do not show the engine loading (launch.weight_formats): said to be unverified rather than pass for a
+    format the engine is known to run. None where the profile lists no formats or every one served is listed."""
+    listed = fw.launch.weight_formats if fw.launch is not None else None
+    if listed is None:
+        return None
+    q = model.quant
+    groups = [inputs.weight_dtype or q.attention, inputs.weight_dtype or q.dense]
+    if model.is_moe:
+        groups.append(inputs.moe_weight_dtype or inputs.weight_dtype or q.experts)
+    served = [f for f in dict.fromkeys(g for g in groups if g) if number_format(f, "weights").quantized]
+    missing = [f for f in served if f not in listed.formats]
+    if not missing:
+        return None
+    return (f"weights {', '.join(missing)}: {fw.name}'s sources do not show it loading this format "
+            f"({listed.source}); unverified on {hw.name}: check it against your {fw.name} version")
+
+
 def _unspelled_weights(fw: FrameworkProfile, name: str, value: str, why: str) -> str:
     """The note for a weight format the command does not spell. A quantized format is the checkpoint's own; an
     unquantized one (fp32) is the engine's model dtype, which a checkpoint stored in it does not set (the engines'
@@ -478,6 +498,9 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         _pool_checks(fw, pool, role or "", env, base)
     skip = set(absent_knobs(model))  # no argument for a module the model lacks
     notes, unspelled = _formats(fw, args, base, skip, inputs, checkpoint_own(model, inputs), model.quant.method)
+    unverified = _unverified_weights_note(fw, model, inputs, hw)
+    if unverified:
+        notes.append(unverified)
     notes += [n for n in (placement_note(hw, fw, world), unstated_platform_note(hw, fw)) if n]
     trust = _trust_note(fw, model, args)
     if trust:

@@ -381,6 +381,15 @@ class FormatRequire(BaseModel):
         return not expr.evaluate({k: bool(facts[k]) for k in expr.names})
 
 
+class SourcedFormats(BaseModel):
+    """The weight formats a profile's sources show the engine loading (LaunchSpec.weight_formats)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    formats: list[str] = Field(default_factory=list)  # format names as --weight-dtype spells them
+    source: str = Field(min_length=1)  # what the sources say (or that they name none)
+
+
 class LaunchSpec(BaseModel):
     """The engine's command: argv entries in order, documents, and whether each node runs its own command
     (`per_node`) or one launcher on the head starts every rank (MPI); `disagg`: what a pool worker adds."""
@@ -397,6 +406,9 @@ class LaunchSpec(BaseModel):
     # name; a format with no engine at all): given, such a format is a note saying so; empty, it is refused (the
     # engine's runtime choice, which the command could not ask for)
     kv_dtype_elsewhere: str = ""
+    # The weight formats the sources show the engine loading (None: not listed). A quantized format the launch
+    # serves outside the list, the user's or the checkpoint's own, is said to be unverified in a note
+    weight_formats: SourcedFormats | None = None
     # KV-cache formats the command spells that the engine runs on some attention only (vLLM's int8 cache: its Triton
     # backend alone, no MLA one): format -> the model and device flags that must hold, what runs it, and the
     # source; a model or device outside it is refused in one line (kv_dtype_refusal)
