@@ -500,13 +500,16 @@ def most_in_cap(best: tuple[float, int, int, float] | None, per_copy: float, car
 def cluster_cap_note(most: float, copies: int, cards: int, per_copy: float, tok_s: float) -> str:
     """The load is past what MAX_CARDS cards carry as copies of any size tried (the best `copies` of `cards` at
     `per_copy` each, `most` together): that cap binds, and a share of the load that fits is the remedy."""
-    clusters = math.ceil(tok_s / most)
+    # the whole tokens/s the copies reach, rounded down: rounded to nearest, 49,479.68 quotes 49,480, which needs
+    # one copy more than the cap holds (a rerun at the quoted target finds no size that meets it)
+    reach = math.floor(most)
+    clusters = math.ceil(tok_s / reach)
     # no size tried carries more per card than the best of them, and one outside those tried is not planned: only
     # the target has a value to name
-    fit = remedies(Remedy(f"a target up to {most:,.0f} (the load split over {clusters:,} clusters)",
-                          (Change("--target-output-tokens-per-s", round(most)),)))
+    fit = remedies(Remedy(f"a target up to {reach:,} (the load split over {clusters:,} clusters)",
+                          (Change("--target-output-tokens-per-s", reach),)))
     return (f"binding: the cap of {MAX_CARDS:,} cards in all (the most a cluster may have here), where the sizes "
-            f"tried carry at most {most:,.0f} output tokens/s ({copies:,} copies of {_cards(cards)} at "
+            f"tried carry at most {reach:,} output tokens/s ({copies:,} copies of {_cards(cards)} at "
             f"{per_copy:,.0f} each); {fit.text()}")
 
 
