@@ -44,6 +44,9 @@ Remedy kinds (the text each is read from):
   smaller_concurrency "a smaller --concurrency" (no value; not in a "relaxed together" line): --concurrency 1 -> exit 0
   (sweep: the remedies of its infeasible rows' notes, the sweep rerun with each; it works where a row is feasible)
   target          recommend "what would fit: a target up to X": --target-output-tokens-per-s X -> exit 0
+  more_cards      recommend "--cards N (C copies of N cards carry X output tokens/s: the planner found it there)":
+                  --cards N -> exit 0
+  more_copies     recommend "--max-copies N (N copies of W cards carry X output tokens/s)": --max-copies N -> exit 0
   max_batch       memory "max batch at S tokens: N" (N >= 1): --batch N -> the answer says it fits
 
     python benchmarks/remedies.py --cases 40 --seed 0
@@ -341,6 +344,10 @@ def trials(kind: str, argv: list[str], code: int, text: str) -> list[Trial]:
         out.append(_simple("launchable_cards", with_flag(argv, "--cards", n)))
     for m in re.finditer(r"what would fit: a target up to ([\d,.]+)", text):
         out.append(_simple("target", with_flag(argv, "--target-output-tokens-per-s", number(m.group(1)))))
+    for m in re.finditer(r"--cards ([\d,]+) \([\d,]+ cop(?:y|ies) of [\d,]+ cards? carr(?:y|ies)", text):
+        out.append(_simple("more_cards", with_flag(argv, "--cards", number(m.group(1)))))
+    for m in re.finditer(r"--max-copies ([\d,]+) \([\d,]+ copies of [\d,]+ cards? carry", text):
+        out.append(_simple("more_copies", with_flag(argv, "--max-copies", number(m.group(1)))))
     return out
 
 

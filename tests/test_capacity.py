@@ -464,7 +464,7 @@ def test_max_copies_bounds_the_copies_and_a_shortfall_names_it() -> None:
     short = api.recommend(**QWEN, cards="8,16", max_copies=5).options[0]
     assert not short.met
     assert "3,567 output tokens/s on 16 cards (17,835 in 5 copies), below the target 20,000" in short.note
-    assert "more copies (--max-copies)" in short.note
+    assert "--max-copies 6 (6 copies of 16 cards carry 21,402 output tokens/s)" in short.note
 
 
 # Qwen3-235B W8A8 on Atlas A3 at TPOT <= 50 ms reaches 1,261 output tok/s on 16 dies, 2,962 on 32 and 6,416 on 64

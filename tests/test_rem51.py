@@ -15,3 +15,21 @@ def test_the_cluster_caps_target_is_one_its_copies_carry_within_the_cap() -> Non
     target = int(re.search(r"a target up to ([\d,]+)", note).group(1).replace(",", ""))
     assert target == 49479, note
     assert copies_needed(6.04, target) * 8 <= MAX_CARDS
+
+
+def _remedy_cards(note: str) -> int:
+    return int(re.search(r"what would fit: --cards (\d+) \(", note).group(1))
+
+
+def test_a_shortfall_names_the_larger_size_that_carries_the_load_and_it_plans() -> None:
+    """Qwen3-8B on H100 at 20,000 output tok/s, one deployment: 2 cards reach 2,886; the note names a size past
+    them (the remedy sizes, screened by 1,443 tok/s per card: 16) whose one copy carries the load, and a
+    recommendation at that size meets it. Before: 'try more cards (--cards)', no value."""
+    from solver import api
+
+    ask = dict(model="qwen3-8b", hardware="h100_sxm", isl=4096, osl=256, target_output_tokens_per_s=20000,
+               max_copies=1)
+    short = api.recommend(**ask, cards="1..2").options[0]
+    assert not short.met and "try more cards" not in short.note, short.note
+    rerun = api.recommend(**ask, cards=str(_remedy_cards(short.note)))
+    assert rerun.best is not None and rerun.best.total_output_tokens_per_s >= 20000
