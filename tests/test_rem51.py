@@ -3,6 +3,7 @@ fewer workers, the SLA diagnosis), one test per rule."""
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
 from solver.capacity.recommend import cluster_cap_note, copies_needed
 from solver.specs.limits import MAX_CARDS
@@ -33,3 +34,46 @@ def test_a_shortfall_names_the_larger_size_that_carries_the_load_and_it_plans() 
     assert not short.met and "try more cards" not in short.note, short.note
     rerun = api.recommend(**ask, cards=str(_remedy_cards(short.note)))
     assert rerun.best is not None and rerun.best.total_output_tokens_per_s >= 20000
+
+
+QWEN_TPOT = ["solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "4", "--isl", "4096", "--osl", "256",
+             "--tpot-ms", "3"]
+
+
+def _relax_line() -> str:
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+    from solver.plan import solve
+
+    solve.clear_cache()
+    r = CliRunner().invoke(main, QWEN_TPOT)
+    assert r.exit_code == 1, r.output
+    return re.search(r"relax --tpot-ms: .*? shows TPOT [\d.]+ ms", r.output).group(0)
+
+
+def test_the_least_figure_remedy_names_a_configuration_the_full_memory_check_passes(monkeypatch) -> None:
+    """Qwen3-8B on 4 H100 at TPOT <= 3 ms: the least TPOT is TP4's (3.92 ms). Where the full estimate's memory
+    check (solve's verify, here made to turn TP4 away) rejects it, the remedy names another configuration, as a
+    rerun at its cap would find; before, the tables' memory alone was asked and TP4 was named."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+    from solver.plan import solve
+    from solver.plan.layout_memory import assumed_memory
+
+    first = _relax_line()
+    assert "(attn_tp_size=4 dense_tp_size=4 lmhead_tp_size=4)" in first, first
+
+    def no_tp4(model, hw, cfg, *a, **k):
+        return SimpleNamespace(feasible=False) if cfg.attn_tp_size == 4 else assumed_memory(model, hw, cfg, *a, **k)
+
+    monkeypatch.setattr(solve, "assumed_memory", no_tp4)
+    try:
+        again = _relax_line()
+        cap = re.search(r"shows TPOT ([\d.]+) ms", again).group(1)
+        rerun = CliRunner().invoke(main, [*QWEN_TPOT[:-1], cap])
+    finally:
+        solve.clear_cache()
+    assert "attn_tp_size=4 " not in again, again
+    assert rerun.exit_code == 0, (again, rerun.output[-300:])

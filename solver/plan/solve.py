@@ -322,6 +322,12 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
         return assumed_memory(model, hw, cfg, prec, scenario, p.batch, mem_opts).feasible
 
+    def fits_in_full(p: Point) -> bool:
+        # verify's memory half (a diagnosis's configuration with the SLAs set aside is checked by it)
+        return full(p).memory.feasible and assumed_memory(
+            model, hw, ParallelConfig(world_size=world, **tables.config(dict(p.picks))), prec, scenario, p.batch,
+            mem_opts).feasible
+
     # memory and SLAs are judged by the full estimate, not only the additive proxy: nothing that does not fit
     # is ever recommended
     planner.verify = verify
@@ -390,7 +396,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
             raise InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}",
                                   proven=not planner.cut_stops)
         raise explain_infeasible(model, hw, prec, fw, world, scenario, tables, planner, mem_opts, params,
-                                 allow_cross_node, space)
+                                 allow_cross_node, space, fits_in_full)
     lat_ref = min(p.latency for p in points)
     inv_ref = min(p.inv_throughput for p in points)
 
