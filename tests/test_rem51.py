@@ -77,3 +77,25 @@ def test_the_least_figure_remedy_names_a_configuration_the_full_memory_check_pas
         solve.clear_cache()
     assert "attn_tp_size=4 " not in again, again
     assert rerun.exit_code == 0, (again, rerun.output[-300:])
+
+
+def test_a_first_candidate_at_another_configurations_sla_edge_moves_to_its_own() -> None:
+    """gpt-oss-120b on 4 H100 (vllm, 4K/1K, TTFT <= 500 ms, TPOT <= 20 ms, balanced): the scenario's choice, Attn TP2 x
+    DP2 + MoE EP, stood at 104, the SLA edge Attn DP + MoE EP's configuration sets (from 64); its own runs 114 within
+    the SLAs (TTFT 493.8 ms), where it is now shown, with the SLA that stops it there binding. Before: 104, and
+    moving it without its own planner's tables was an internal error."""
+    import json
+
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    r = CliRunner().invoke(main, ["solve", "gpt-oss-120b", "--hardware", "h100_sxm", "--framework", "vllm", "--cards",
+                                  "4", "--isl", "4096", "--osl", "1024", "--ttft-ms", "500", "--tpot-ms", "20",
+                                  "--scenario", "balanced", "--format", "json"])
+    assert r.exit_code == 0, r.output[-300:]
+    d = json.loads(r.stdout[r.stdout.index("{"):r.stdout.rindex("}") + 1])
+    at = {c["pattern"]: (c["workload"]["concurrency"], c["estimation"]["ttft_ms"]) for c in d["candidates"]}
+    conc, ttft = at["Attn TP2 x DP2 + MoE EP"]
+    assert conc == 114 and ttft <= 500, at
+    assert "SLA.ttft" in d["binding_constraints"]
