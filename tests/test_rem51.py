@@ -99,3 +99,20 @@ def test_a_first_candidate_at_another_configurations_sla_edge_moves_to_its_own()
     conc, ttft = at["Attn TP2 x DP2 + MoE EP"]
     assert conc == 114 and ttft <= 500, at
     assert "SLA.ttft" in d["binding_constraints"]
+
+
+def test_a_fewer_workers_search_cut_at_its_bound_says_which_counts_it_left() -> None:
+    """Qwen3-8B on 32 H100 (4K/256, TTFT <= 120 ms) at 12P24D: 278 worker counts below it fit the cards; the 8 with
+    the most workers plan nothing and the search stops there (FEWER_TRIES), which the answer now states, with
+    the counts it left; before, it said nothing of them."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+    from solver.plan.disagg import FEWER_TRIES
+
+    r = CliRunner().invoke(main, ["solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "32", "--serving", "disagg",
+                                  "--isl", "4096", "--osl", "256", "--prefill-workers", "12", "--decode-workers", "24",
+                                  "--ttft-ms", "120"])
+    assert r.exit_code == 1
+    assert (f"the planner finds no deployment at the {FEWER_TRIES} worker counts below 12P24D with the most workers "
+            f"that fit 32 cards; the {278 - FEWER_TRIES} with fewer were not searched") in r.output, r.output[-400:]
