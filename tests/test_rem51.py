@@ -3,6 +3,7 @@ fewer workers, the SLA diagnosis), one test per rule."""
 from __future__ import annotations
 
 import re
+import sys
 from types import SimpleNamespace
 
 from solver.capacity.recommend import cluster_cap_note, copies_needed
@@ -116,3 +117,29 @@ def test_a_fewer_workers_search_cut_at_its_bound_says_which_counts_it_left() -> 
     assert r.exit_code == 1
     assert (f"the planner finds no deployment at the {FEWER_TRIES} worker counts below 12P24D with the most workers "
             f"that fit 32 cards; the {278 - FEWER_TRIES} with fewer were not searched") in r.output, r.output[-400:]
+
+
+def test_the_remedies_benchmark_reruns_a_fewest_cards_remedy_past_1024_cards_with_large(monkeypatch) -> None:
+    """benchmarks/remedies.py --large reruns "M cards (...)" past RERUN_CARDS in a child process (Qwen3-235B on 16
+    H100 at --concurrency 512, ISL 131,072 names 8,024 cards: its rerun planned, exit 0, in 259 s and 10 GB); without
+    it the remedy is counted. The child is stood in for here (the rule is which rerun is asked)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "remedies.py"
+    spec = importlib.util.spec_from_file_location("remedies_bench51", path)
+    bench = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "remedies_bench51", bench)  # its dataclasses look their module up
+    spec.loader.exec_module(bench)
+    asked = []
+    monkeypatch.setattr(bench, "run_apart", lambda argv, timeout: (asked.append(argv), (0, ""))[1])
+    argv = ["solve", "qwen3-235b-a22b", "--hardware", "h100_sxm", "--cards", "16", "--isl", "131072", "--osl", "256",
+            "--concurrency", "512", "--serving", "disagg"]
+    text = ("error: no disaggregated deployment ...; what would fit: --concurrency 4, or 8024 cards (875 prefill "
+            "worker(s) of 8 ranks and 128 decode worker(s) of 8)")
+    monkeypatch.setattr(bench, "run", lambda a: (1, "error: not planned here"))  # the --concurrency 4 alternative
+    assert not [t for t in bench.trials("disagg", argv, 1, text) if t.kind == "disagg_fewest_cards"]
+    assert bench.SKIPPED["disagg_fewest_cards"] == 1 and not asked
+    bench.LARGE["timeout"] = 60.0
+    got = [t for t in bench.trials("disagg", argv, 1, text) if t.kind == "disagg_fewest_cards"]
+    assert [t.works for t in got] == [True] and asked == [bench.with_flag(argv, "--cards", "8024")]
