@@ -366,7 +366,8 @@ def trials(kind: str, argv: list[str], code: int, text: str) -> list[Trial]:
                                                           "--decode-workers", None)))
     if re.search(r"--serving agg \(the planner found an aggregated configuration", text):
         out.append(_simple("serving_agg", with_flag(argv, "--serving", "agg")))
-    m = re.search(r"what would fit: ((?:\d+ \(\d+ nodes? x \d+\)(?: or )?)+) ranks spread evenly", text)
+    m = re.search(r"what would fit(?: \([^()]*\))?: ((?:\d+ \(\d+ nodes? x \d+\)(?: or )?)+) ranks spread evenly",
+                  text)
     for n in re.findall(r"(\d+) \(\d+ nodes? x", m.group(1)) if m else ():
         out.append(_simple("launchable_cards", with_flag(argv, "--cards", n)))
     for m in re.finditer(r"what would fit: a target up to ([\d,.]+)", text):

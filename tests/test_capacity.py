@@ -374,7 +374,8 @@ def test_a_shortfall_says_what_would_fit_where_the_larger_size_has_no_configurat
     assert r.exit_code == 1
     assert "the larger sizes tried (11 cards) have no feasible configuration" in r.stderr
     assert "C.nodes_whole" in r.stderr and "at 11 cards, no attn layout is left" in r.stderr
-    assert "what would fit: 10 (2 nodes x 5) or 12 (2 nodes x 6) ranks spread evenly" in r.stderr
+    assert ("what would fit (a configuration on 11 cards, the load target aside): 10 (2 nodes x 5) or 12 "
+            "(2 nodes x 6) ranks spread evenly") in r.stderr
     assert "12 cards fit" in r.stderr
 
 

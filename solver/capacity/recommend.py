@@ -405,11 +405,25 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
         larger = infeasible if infeasible and infeasible[-1][0] == largest else []
         bigger = (None if best_seen[2] or larger else
                   _larger_size(tasks[-1], best_seen[0] / best_seen[1], tok_s, widen, progress, max_copies))
-        opt.note = shortfall_note(best_seen[0], best_seen[1], tok_s, sc.has_slas(),
-                                  best_seen[2], larger, last_remedy if larger else None, max_copies, bigger)
+        opt.note = shortfall_note(best_seen[0], best_seen[1], tok_s, sc.has_slas(), best_seen[2], larger,
+                                  _untried(*last_why, opt.tried_cards, largest) if larger else None, max_copies,
+                                  bigger)
         if max_copies is None and best_in_cap is not None and best_in_cap[0] < tok_s:
             opt.note += "; " + cluster_cap_note(*best_in_cap, tok_s)
     return opt
+
+
+def _untried(head: str | None, found: Remedies | None, tried: Sequence[int], largest: int) -> str | None:
+    """The planner's note on the largest size tried, which has no configuration, with its remedies for a
+    configuration there qualified as such (not for the load) and those that only name a size already tried left
+    out (gemma-3-27b on 16 MI325X: '8 cards fit', where 8 cards were tried and fell short)."""
+    if found is None:
+        return head
+    # a size tried is answered in the note itself (with whatever else the remedy sets aside, as an SLA)
+    kept = tuple(r for r in found.options
+                 if not r.ways or not all(any(c.flag == "--cards" and c.value in tried for c in w) for w in r.ways))
+    return infeasible_note(head, Remedies(kept, found.lead),
+                           f" (a configuration on {largest} cards, the load target aside)") or None
 
 
 def _larger_size(t: Task, per_card: float, tok_s: float, widen: bool, progress: Callable[[str], None] | None,
