@@ -28,7 +28,8 @@ Remedy kinds (the text each is read from):
   disagg_concurrency "what would fit: --concurrency N": -> exit 0
   disagg_fewest_cards "M cards (x prefill worker(s) of P ranks and y decode worker(s) of D)", the other alternative
                   of "--concurrency N, or M cards (...)": --cards M -> exit 0 (M past RERUN_CARDS: counted, not
-                  rerun)
+                  rerun, unless --large: then rerun in a child process within --large-timeout s, a time-out a
+                  failure)
   disagg_fewer_workers "--cards N, or --decode-workers D (the most workers up to xPyD the planner finds a
                   deployment at on C cards)", the other alternative (fixed counts, --workers): the counts -> exit 0
   disagg_fixed_cards "what would fit: --cards N[ (room for them, SLAs aside)][, or ...]" (fixed worker counts):
@@ -44,11 +45,15 @@ Remedy kinds (the text each is read from):
   smaller_concurrency "a smaller --concurrency" (no value; not in a "relaxed together" line): --concurrency 1 -> exit 0
   (sweep: the remedies of its infeasible rows' notes, the sweep rerun with each; it works where a row is feasible)
   target          recommend "what would fit: a target up to X": --target-output-tokens-per-s X -> exit 0
+  more_cards      recommend "--cards N (C copies of N cards carry X output tokens/s: the planner found it there)":
+                  --cards N -> exit 0
+  more_copies     recommend "--max-copies N (N copies of W cards carry X output tokens/s)": --max-copies N -> exit 0
   max_batch       memory "max batch at S tokens: N" (N >= 1): --batch N -> the answer says it fits
 
     python benchmarks/remedies.py --cases 40 --seed 0
     python benchmarks/remedies.py --cases 40 --seed 2 --disagg     # solve --serving disagg only
     python benchmarks/remedies.py --cases 40 --seed 2 --disagg --workers   # with fixed worker counts
+    python benchmarks/remedies.py --cases 20 --seed 18 --disagg --large    # remedies past 1,024 cards rerun too
 """
 from __future__ import annotations
 
@@ -81,10 +86,27 @@ KNOB_FLAGS = {"attn_tp_size": "--attn-tp", "dense_tp_size": "--dense-tp", "moe_t
               "redundant_experts": "--redundant-experts", "moe_ep_size": None, "attn_dp_size": None}
 SLA_FLAG = {"TTFT": "--ttft-ms", "TPOT": "--tpot-ms"}
 TIME_LIMIT = "3"
-# the most cards a remedy is rerun at: a disaggregated plan on tens of thousands of cards plans its pools at every
-# worker size those cards allow (minutes and GBs a rerun); such remedies are counted, not rerun
+# the most cards a remedy is rerun at in this process: a disaggregated plan on tens of thousands of cards plans its
+# pools at every worker size those cards allow (minutes and GBs a rerun); such remedies are counted, or with --large
+# rerun in a child process (LARGE, set by main)
 RERUN_CARDS = 1024
 SKIPPED: collections.Counter = collections.Counter()
+LARGE: dict[str, float] = {}  # {"timeout": s} where --large was given
+
+
+def run_apart(argv: list[str], timeout: float) -> tuple[int, str]:
+    """run(argv) in a child process (a large plan's memory is returned when it ends), within `timeout` s: a
+    time-out is exit 124, as timeout(1) gives."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "400"}
+    try:
+        res = subprocess.run([sys.executable, "-m", "solver", *argv], capture_output=True, text=True,
+                             timeout=timeout, env=env, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return 124, f"no answer within {timeout:g} s"
+    return res.returncode, res.stdout + res.stderr
 
 
 def run(argv: list[str]) -> tuple[int, str]:
@@ -318,10 +340,18 @@ def trials(kind: str, argv: list[str], code: int, text: str) -> list[Trial]:
     # the other alternative of "--concurrency N, or M cards (...)" (each alternative applied on its own)
     for m in re.finditer(r"([\d,]+) cards \(\d+ prefill worker\(s\) of \d+ ranks and \d+ decode worker\(s\) of",
                          text):
-        if int(number(m.group(1))) > RERUN_CARDS:  # a plan on that many cards is past what this checker reruns
-            SKIPPED["disagg_fewest_cards"] += 1
+        new = with_flag(argv, "--cards", number(m.group(1)))
+        if int(number(m.group(1))) > RERUN_CARDS:  # a plan on that many cards: apart, or counted
+            if not LARGE:
+                SKIPPED["disagg_fewest_cards"] += 1
+                continue
+            start = time.perf_counter()
+            c, r = run_apart(new, LARGE["timeout"])
+            out.append(Trial("disagg_fewest_cards", c == 0, None,
+                             "" if c == 0 else f"rerun exit {c} after {time.perf_counter() - start:.0f} s: "
+                                               f"{r.strip()[-300:]}", [shell(new)]))
             continue
-        out.append(_simple("disagg_fewest_cards", with_flag(argv, "--cards", number(m.group(1)))))
+        out.append(_simple("disagg_fewest_cards", new))
     for m in re.finditer(r"or ((?:--(?:prefill|decode)-workers \d+ ?)+) \(the most workers up to", text):
         new = argv
         for flag, n in re.findall(r"(--(?:prefill|decode)-workers) (\d+)", m.group(1)):
@@ -336,11 +366,16 @@ def trials(kind: str, argv: list[str], code: int, text: str) -> list[Trial]:
                                                           "--decode-workers", None)))
     if re.search(r"--serving agg \(the planner found an aggregated configuration", text):
         out.append(_simple("serving_agg", with_flag(argv, "--serving", "agg")))
-    m = re.search(r"what would fit: ((?:\d+ \(\d+ nodes? x \d+\)(?: or )?)+) ranks spread evenly", text)
+    m = re.search(r"what would fit(?: \([^()]*\))?: ((?:\d+ \(\d+ nodes? x \d+\)(?: or )?)+) ranks spread evenly",
+                  text)
     for n in re.findall(r"(\d+) \(\d+ nodes? x", m.group(1)) if m else ():
         out.append(_simple("launchable_cards", with_flag(argv, "--cards", n)))
     for m in re.finditer(r"what would fit: a target up to ([\d,.]+)", text):
         out.append(_simple("target", with_flag(argv, "--target-output-tokens-per-s", number(m.group(1)))))
+    for m in re.finditer(r"--cards ([\d,]+) \([\d,]+ cop(?:y|ies) of [\d,]+ cards? carr(?:y|ies)", text):
+        out.append(_simple("more_cards", with_flag(argv, "--cards", number(m.group(1)))))
+    for m in re.finditer(r"--max-copies ([\d,]+) \([\d,]+ copies of [\d,]+ cards? carry", text):
+        out.append(_simple("more_copies", with_flag(argv, "--max-copies", number(m.group(1)))))
     return out
 
 
@@ -356,10 +391,17 @@ def main() -> None:
     ap.add_argument("--workers", action="store_true",
                     help="with --disagg: fix worker counts (--prefill-workers / --decode-workers, drawn apart so the "
                          "requests are --disagg's own otherwise)")
+    ap.add_argument("--large", action="store_true",
+                    help=f"rerun the remedies past {RERUN_CARDS:,} cards too, each in a child process (minutes and "
+                         "GBs each)")
+    ap.add_argument("--large-timeout", type=float, default=1200.0,
+                    help="seconds each such rerun may take (a time-out is a failure)")
     ap.add_argument("--messages", type=Path, default=None,
                     help="write each request and its answer (exit code, text) here, to diff two trees' messages")
     args = ap.parse_args()
     log = args.messages.open("w") if args.messages else None
+    if args.large:
+        LARGE["timeout"] = args.large_timeout
     rng = random.Random(args.seed)
     start = time.perf_counter()
     results: list[Trial] = []
@@ -413,7 +455,7 @@ def report(results: list[Trial], outcomes: collections.Counter, unnamed: collect
     if unnamed:
         print(f"infeasible answers whose remedies this checker reads none of: {dict(unnamed)}")
     if SKIPPED:
-        print(f"remedies read but not rerun (past {RERUN_CARDS:,} cards): {dict(SKIPPED)}")
+        print(f"remedies read but not rerun (past {RERUN_CARDS:,} cards; --large reruns them): {dict(SKIPPED)}")
     fails = [t for t in results if not t.works or t.figure_ok is False]
     print(f"\nfailures: {len(fails)}")
     for t in fails[:40]:

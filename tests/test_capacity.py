@@ -374,7 +374,8 @@ def test_a_shortfall_says_what_would_fit_where_the_larger_size_has_no_configurat
     assert r.exit_code == 1
     assert "the larger sizes tried (11 cards) have no feasible configuration" in r.stderr
     assert "C.nodes_whole" in r.stderr and "at 11 cards, no attn layout is left" in r.stderr
-    assert "what would fit: 10 (2 nodes x 5) or 12 (2 nodes x 6) ranks spread evenly" in r.stderr
+    assert ("what would fit (a configuration on 11 cards, the load target aside): 10 (2 nodes x 5) or 12 "
+            "(2 nodes x 6) ranks spread evenly") in r.stderr
     assert "12 cards fit" in r.stderr
 
 
@@ -464,7 +465,7 @@ def test_max_copies_bounds_the_copies_and_a_shortfall_names_it() -> None:
     short = api.recommend(**QWEN, cards="8,16", max_copies=5).options[0]
     assert not short.met
     assert "3,567 output tokens/s on 16 cards (17,835 in 5 copies), below the target 20,000" in short.note
-    assert "more copies (--max-copies)" in short.note
+    assert "--max-copies 6 (6 copies of 16 cards carry 21,402 output tokens/s)" in short.note
 
 
 # Qwen3-235B W8A8 on Atlas A3 at TPOT <= 50 ms reaches 1,261 output tok/s on 16 dies, 2,962 on 32 and 6,416 on 64

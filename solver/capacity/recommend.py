@@ -403,11 +403,54 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
         sc = tasks[-1].scenario
         # more cards help only where the largest size tried had a configuration
         larger = infeasible if infeasible and infeasible[-1][0] == largest else []
-        opt.note = shortfall_note(best_seen[0], best_seen[1], tok_s, sc.has_slas(),
-                                  best_seen[2], larger, last_remedy if larger else None, max_copies)
+        bigger = (None if best_seen[2] or larger else
+                  _larger_size(tasks[-1], best_seen[0] / best_seen[1], tok_s, widen, progress, max_copies))
+        opt.note = shortfall_note(best_seen[0], best_seen[1], tok_s, sc.has_slas(), best_seen[2], larger,
+                                  _untried(*last_why, opt.tried_cards, largest) if larger else None, max_copies,
+                                  bigger)
         if max_copies is None and best_in_cap is not None and best_in_cap[0] < tok_s:
             opt.note += "; " + cluster_cap_note(*best_in_cap, tok_s)
     return opt
+
+
+def _untried(head: str | None, found: Remedies | None, tried: Sequence[int], largest: int) -> str | None:
+    """The planner's note on the largest size tried, which has no configuration, with its remedies for a
+    configuration there qualified as such (not for the load) and those that only name a size already tried left
+    out (gemma-3-27b on 16 MI325X: '8 cards fit', where 8 cards were tried and fell short)."""
+    if found is None:
+        return head
+    # a size tried is answered in the note itself (with whatever else the remedy sets aside, as an SLA)
+    kept = tuple(r for r in found.options
+                 if not r.ways or not all(any(c.flag == "--cards" and c.value in tried for c in w) for w in r.ways))
+    return infeasible_note(head, Remedies(kept, found.lead),
+                           f" (a configuration on {largest} cards, the load target aside)") or None
+
+
+def _larger_size(t: Task, per_card: float, tok_s: float, widen: bool, progress: Callable[[str], None] | None,
+                 max_copies: int | None) -> tuple[int, int, float] | None:
+    """(cards, copies, output tokens/s per copy): a deployment size past the largest tried (`t`'s) whose copies,
+    within `max_copies` and the cluster cap, carry the load, by the search the planner's remedies use for more
+    cards: the sizes memory_remedies.remedy_worlds offers above it, in increasing order, screened by the cards that
+    the best throughput per card seen (`per_card`) needs for the load, at most REMEDY_PLANS of them planned (each
+    a sweep solve, as every size tried); None where none of those carries it (then more cards name no value)."""
+    from solver.plan.memory_remedies import REMEDY_PLANS, remedy_worlds  # late, as sweep.solve_task imports them
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+
+    sizes = sorted(w for w in remedy_worlds(t.cards, load_model(t.model), load_hardware(t.hardware),
+                                            load_framework(t.framework)) if w > t.cards)
+    # a size whose copies allowed hold fewer cards than the load needs at the best rate per card seen is passed
+    screened = [w for w in sizes if w * (max_copies or MAX_CARDS // w) * per_card >= tok_s]
+    for w in screened[:REMEDY_PLANS]:
+        if progress:
+            progress(f"{t.hardware_name}: {w} cards (a larger size for the load)")
+        _, rows = _solved(replace(t, cards=w), tok_s, widen, progress)
+        ok = [r["output_tokens_per_s"] for r in rows if r["feasible"]]
+        n = copies_within(max(ok), tok_s, w, max_copies) if ok else None
+        if n is not None:
+            return w, n, max(ok)
+    return None
 
 
 def _met(opt: Option, total: int, n: int, t: Task, r: dict[str, Any], start: int, tok_s: float,
@@ -466,14 +509,16 @@ def no_fit_note(what: str, largest: int, binding: str, head: str | None = None,
 
 def shortfall_note(most: float, cards: int, tok_s: float, sla: bool, range_remedy: str | None = None,
                    larger_infeasible: Sequence[tuple[int, str]] = (), larger_remedy: str | None = None,
-                   max_copies: int | None = None) -> str:
+                   max_copies: int | None = None, bigger: tuple[int, int, float] | None = None) -> str:
     """Every size tried falls short of the load: the most found and where, and what would raise it (the
-    concurrency range where the most found sits at its top, else more cards, and a looser SLA where one was
-    given). `larger_infeasible`: (cards, binding) of the sizes tried above `cards` that have no feasible
-    configuration; where the largest tried is one, more cards is no remedy (ATOM on two nodes), and the note
-    says why instead, with the planner's remedy there (`larger_remedy`: 'what would fit: 16 cards fit' where 12
-    leave a node part-filled). `max_copies` > 1: `most` is one copy's, and the note gives the copies' together
-    and names the bound as a remedy too."""
+    concurrency range where the most found sits at its top, else the larger size found that carries it, the
+    copies that would, and a looser SLA where one was given). `larger_infeasible`: (cards, binding) of the sizes
+    tried above `cards` that have no feasible configuration; where the largest tried is one, more cards is no
+    remedy (ATOM on two nodes), and the note says why instead, with the planner's remedy there (`larger_remedy`:
+    'what would fit: 16 cards fit' where 12 leave a node part-filled). `max_copies` > 1: `most` is one copy's,
+    and the note gives the copies' together and names the copies that carry the load where the cluster cap
+    allows them. `bigger`: (cards, copies, tok/s per copy) of a larger size that carries the load (_larger_size);
+    None: no size is named (more cards without a value are no remedy)."""
     copied = max_copies is not None and max_copies > 1
     blocked = [(n, b) for n, b in larger_infeasible if n > cards]
     if blocked and not range_remedy:
@@ -482,11 +527,18 @@ def shortfall_note(most: float, cards: int, tok_s: float, sla: bool, range_remed
         more = (f"the larger sizes tried ({sizes} cards) have no feasible configuration (binding: {blocked[-1][1]})"
                 f"{at}" + ("; a looser SLA" if sla else ""))
     else:
-        more = ("try more cards (--cards)" + (", more copies (--max-copies)" if copied else "")
-                + (" or a looser SLA" if sla else ""))
+        n = copies_within(most, tok_s, cards, None) if copied else None
+        more = remedies(
+            Remedy(f"--cards {bigger[0]} ({_copies(bigger[1])} of {_cards(bigger[0])} {_carry(bigger[1])} "
+                   f"{bigger[1] * bigger[2]:,.0f} output tokens/s: the planner found it there)",
+                   (Change("--cards", bigger[0]),)) if bigger else None,
+            Remedy(f"--max-copies {n} ({_copies(n)} of {_cards(cards)} carry {most * n:,.0f} output tokens/s)",
+                   (Change("--max-copies", n),)) if n else None,
+            "a looser SLA" if sla else None).text() or ""
     remedy = range_remedy or more
     where = _cards(cards) + (f" ({most * max_copies:,.0f} in {max_copies} copies)" if copied else "")
-    return f"the most found is {most:,.0f} output tokens/s on {where}, below the target {tok_s:,.0f}; {remedy}"
+    return (f"the most found is {most:,.0f} output tokens/s on {where}, below the target {tok_s:,.0f}"
+            + (f"; {remedy}" if remedy else ""))
 
 
 def most_in_cap(best: tuple[float, int, int, float] | None, per_copy: float, cards: int
@@ -500,14 +552,25 @@ def most_in_cap(best: tuple[float, int, int, float] | None, per_copy: float, car
 def cluster_cap_note(most: float, copies: int, cards: int, per_copy: float, tok_s: float) -> str:
     """The load is past what MAX_CARDS cards carry as copies of any size tried (the best `copies` of `cards` at
     `per_copy` each, `most` together): that cap binds, and a share of the load that fits is the remedy."""
-    clusters = math.ceil(tok_s / most)
+    # the whole tokens/s the copies reach, rounded down: rounded to nearest, 49,479.68 quotes 49,480, which needs
+    # one copy more than the cap holds (a rerun at the quoted target finds no size that meets it)
+    reach = math.floor(most)
+    clusters = math.ceil(tok_s / reach)
     # no size tried carries more per card than the best of them, and one outside those tried is not planned: only
     # the target has a value to name
-    fit = remedies(Remedy(f"a target up to {most:,.0f} (the load split over {clusters:,} clusters)",
-                          (Change("--target-output-tokens-per-s", round(most)),)))
+    fit = remedies(Remedy(f"a target up to {reach:,} (the load split over {clusters:,} clusters)",
+                          (Change("--target-output-tokens-per-s", reach),)))
     return (f"binding: the cap of {MAX_CARDS:,} cards in all (the most a cluster may have here), where the sizes "
-            f"tried carry at most {most:,.0f} output tokens/s ({copies:,} copies of {_cards(cards)} at "
+            f"tried carry at most {reach:,} output tokens/s ({copies:,} copies of {_cards(cards)} at "
             f"{per_copy:,.0f} each); {fit.text()}")
+
+
+def _copies(n: int) -> str:
+    return f"{n:,} cop" + ("y" if n == 1 else "ies")
+
+
+def _carry(n: int) -> str:
+    return "carries" if n == 1 else "carry"
 
 
 def _cards(n: int) -> str:

@@ -4,6 +4,8 @@ a shorter sequence), each confirmed by the planner where a screen cannot tell.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from solver.errors import Change, InfeasibleError, Remedy, either, remedies as remedies_of, three_figures
 from solver.estimate.memory import memory_per_rank
 from solver.estimate.memory_options import MemoryOptions
@@ -39,10 +41,13 @@ def binding_constraints(planner: cpsat.Planner, best: Point) -> list[str]:
 def explain_infeasible(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
                        scenario: Scenario, tables: Tables, planner: cpsat.Planner,
                        mem_opts: MemoryOptions | None, params: SolverParams,
-                       allow_cross_node: bool, space: Space) -> InfeasibleError:
+                       allow_cross_node: bool, space: Space,
+                       fits: Callable[[Point], bool] | None = None) -> InfeasibleError:
     """The error a plan with no configuration raises: the families that bind (each relaxed alone, then the SLAs
     together, then all), a parallel group the rules left empty with the rules that emptied it, and what would fit
-    (an even split over nodes, a concurrency the batch rules run, the memory remedies, the SLAs within reach)."""
+    (an even split over nodes, a concurrency the batch rules run, the memory remedies, the SLAs within reach).
+    `fits`: the full estimate's memory check of a configuration (solve's verify without the SLAs), which the
+    configuration an SLA remedy names passes; None: the tables' memory alone."""
     binding: list[str] = []
     terms: list[str] = []  # what binds, in the model's and the engine's own words
     empty = [g for g, opts in tables.choices.items() if not opts]
@@ -86,7 +91,7 @@ def explain_infeasible(model: ModelSpec, hw: Hardware, prec: Precision, fw: Fram
     slas = [b for b in binding if b.startswith("SLA")]
     sla: list[Remedy] = []  # relax the SLAs, then the cards and the concurrency that meet them
     if slas:
-        sla.append(_sla_reach(planner, tables, world, slas, together=jointly))
+        sla.append(_sla_reach(planner, tables, world, slas, together=jointly, fits=fits))
         more = _sla_world(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts)
         if more:
             sla.append(Remedy(f"or {more} cards (the planner meets the SLA there)", (Change("--cards", more),)))
@@ -219,21 +224,22 @@ def relax_slas(slas: list[str], together: bool = False) -> str:
     return "relax " + ("/".join(flags) or "--ttft-ms/--tpot-ms")
 
 
-def _sla_reach(planner: cpsat.Planner, tables: Tables, world: int, slas: list[str], together: bool = False
-               ) -> Remedy:
+def _sla_reach(planner: cpsat.Planner, tables: Tables, world: int, slas: list[str], together: bool = False,
+               fits: Callable[[Point], bool] | None = None) -> Remedy:
     """What the binding SLAs would have to allow: at the smallest concurrency with those SLAs set aside, the
     configuration with the least figure of the one that binds, or where both do the fastest (least request
     latency), and the figures they cap; naming it keeps the remedy in the
-    deployment's own figures rather than a bare 'relax'."""
+    deployment's own figures rather than a bare 'relax'. Each configuration named passes `fits` (the full
+    estimate's memory, as a rerun at those caps checks it), where given."""
     # the smallest concurrency with a configuration once the SLAs are set aside: the smallest one of all may have
     # none (an engine's batch rule, a memory that holds only more sequences per DP group)
-    b, p = next(((b, p) for b in tables.batches if (p := planner.best(b, relaxed=frozenset(slas)))), (None, None))
+    b, p = next(((b, p) for b in tables.batches if (p := _fastest_aside(planner, b, slas, fits))), (None, None))
     if p is None:
         return Remedy(relax_slas(slas, together), tuple(Change(SLA_FLAGS[s].flag, None) for s in slas))
     if len(slas) == 1:
         # one SLA binds: its least figure, not the fastest configuration's (DeepSeek-V3.2 on 8 B200: TP8 has the
         # least request latency at TTFT 449 ms, Attn DP + SP8 reaches 366)
-        p = _least_figure(planner, b, slas[0], p)
+        p = _least_figure(planner, b, slas[0], p, fits)
     fig = planner.latency_of(b, dict(p.picks))[1]
     cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
     knobs = " ".join(f"{k}={v}" for k, v in cfg.knobs().items() if v > 1) or "all knobs 1"
@@ -247,13 +253,31 @@ def _sla_reach(planner: cpsat.Planner, tables: Tables, world: int, slas: list[st
                   tuple(Change(SLA_FLAGS[s].flag, float(cap.replace(",", ""))) for s, cap in caps.items()))
 
 
+def _fastest_aside(planner: cpsat.Planner, b: int, slas: list[str], fits: Callable[[Point], bool] | None
+                   ) -> Point | None:
+    """The fastest configuration at concurrency b with the binding SLAs set aside that passes `fits`: the planner's
+    answer with them relaxed (which skips the full estimate's check), else where that one fails it, the answer of
+    a planner over the same tables without those SLAs and with `fits` as its check (its cut loop passes over
+    what fails it)."""
+    p = planner.best(b, relaxed=frozenset(slas))
+    if p is None or fits is None or fits(p):
+        return p
+    aside = cpsat.Planner(planner.t, planner.model, planner.hw, planner.fw,
+                          planner.scenario.model_copy(update={SLA_FLAGS[s].field: None for s in slas}),
+                          planner.params)
+    aside.verify = fits
+    return aside.best(b)
+
+
 LEAST_FIGURE_REL = 2e-3  # _least_figure's resolution: finer than the three figures the remedy quotes
 
 
-def _least_figure(planner: cpsat.Planner, b: int, sla: str, start: Point) -> Point:
+def _least_figure(planner: cpsat.Planner, b: int, sla: str, start: Point,
+                  fits: Callable[[Point], bool] | None = None) -> Point:
     """The configuration at concurrency b with the least figure of the one binding SLA (the other SLA held),
     from `start`, one that has it set aside: bisection on that SLA's cap, each cap asked of a planner over the
-    same tables (to LEAST_FIGURE_REL of the figure; a cap met moves the bound to the figure met)."""
+    same tables (to LEAST_FIGURE_REL of the figure; a cap met moves the bound to the figure met), whose check is
+    `fits` (the full estimate's memory: a configuration the rerun would reject is not named)."""
     fam = SLA_FLAGS[sla]
 
     def figure_ms(q: Point) -> float:
@@ -264,6 +288,7 @@ def _least_figure(planner: cpsat.Planner, b: int, sla: str, start: Point) -> Poi
         cap = (lo + hi) / 2
         probe = cpsat.Planner(planner.t, planner.model, planner.hw, planner.fw,
                               planner.scenario.model_copy(update={fam.field: cap}), planner.params)
+        probe.verify = fits
         q = probe.best(b)
         if q is None:
             lo = cap

@@ -321,9 +321,14 @@ def fixed_unplaceable(fixed: Workers, fronts: dict, cards: int, hw: Hardware, mo
     least = (fixed.prefill or 1) * wp + (fixed.decode or 1) * wd
     smallest = f"the smallest feasible workers are {wp} ranks (prefill) and {wd} (decode)"
     checked = scenario is not None and job is not None  # each alternative offered is one the planner plans
-    fewer = fewer_workers(fixed, fronts, cards, scenario, job) if checked else None  # type: ignore[arg-type]
+    fewer, tried, fit = (fewer_workers(fixed, fronts, cards, scenario, job) if checked  # type: ignore[arg-type]
+                         else (None, 0, 0))
     counts = (Remedy(f"{' '.join(c.option for c in fewer)} (the most workers up to {fixed.label()} the planner "
                      f"finds a deployment at on {cards} cards)", fewer) if fewer else None)
+    # the search's bound, where it stopped short of the counts with fewer workers
+    unsearched = (f" (the planner finds no deployment at the {tried:,} worker counts below {fixed.label()} with the "
+                  f"most workers that fit {cards} cards; the {fit - tried:,} with fewer were not searched)"
+                  if not fewer and fit > tried else "")
     if least <= cards:
         free = (Remedy("--prefill-workers / --decode-workers left to the rate match",
                        tuple(Change(f, None) for f, n in (("--prefill-workers", fixed.prefill),
@@ -332,7 +337,8 @@ def fixed_unplaceable(fixed: Workers, fronts: dict, cards: int, hw: Hardware, mo
         return InfeasibleError(f"no disaggregated deployment at {fixed.label()} on {cards} cards: {smallest}, "
                                f"{least} cards at {fixed.label()}, but none of its pairs pairs or serves the load "
                                "(a --concurrency / --max-concurrency the decode workers' batches do not share, or "
-                               "pools the KV transfer cannot pair)", ["B.cards"], remedies(either(counts, free)))
+                               f"pools the KV transfer cannot pair){unsearched}", ["B.cards"],
+                               remedies(either(counts, free)))
     need = cards_for(model, hw, wp, wd, least)  # both sizes worker sizes of the cards (disagg_pools.worker_sizes)
     # the cards that place those workers are not planned here: with an SLA it is set aside (the fronts at `need`
     # cards are another plan's)
@@ -342,7 +348,7 @@ def fixed_unplaceable(fixed: Workers, fronts: dict, cards: int, hw: Hardware, mo
     room = Remedy(f"--cards {need}" + (" (room for them, SLAs aside)" if aside else ""),
                   (Change("--cards", need), *aside))
     return InfeasibleError(f"no disaggregated deployment at {fixed.label()} within {cards} cards: {smallest}, so "
-                           f"{fixed.label()} takes {need} cards at least", ["B.cards"],
+                           f"{fixed.label()} takes {need} cards at least{unsearched}", ["B.cards"],
                            remedies(either(room, counts)))
 
 
@@ -353,27 +359,38 @@ def _plans_at(job: "_Job", scenario: Scenario, fronts: dict, cards: int, workers
     return bool(pairs) and bool(_evaluated(job, scenario, pairs)[0])
 
 
-# the most worker counts fewer_workers tries (each its pairs walked and up to MAX_EVALUATED x 3 of them estimated)
+# the most worker counts fewer_workers evaluates (each up to MAX_EVALUATED x 3 pairs estimated, tens of ms; every
+# count up to 16P16D on 32 cards, 184 of them, took 17 s): past it the counts with fewer workers are not searched,
+# and the answer says so (fewer_workers' third value)
 FEWER_TRIES = 8
 
 
 def fewer_workers(fixed: Workers, fronts: dict, cards: int, scenario: Scenario, job: "_Job"
-                  ) -> tuple[Change, ...] | None:
-    """The changes to the user's fixed worker counts that keep the most workers (each count at most the user's,
+                  ) -> tuple[tuple[Change, ...] | None, int, int]:
+    """(the changes to the user's fixed worker counts that keep the most workers (each count at most the user's,
     the pools' total nearest theirs) whose smallest feasible sizes fit `cards` and at which the planner finds a
-    deployment within the SLA (_pairs at those counts, _evaluated of them, as plan_disagg plans a rerun); None
-    where none of the first FEWER_TRIES counts does."""
+    deployment within the SLA (_pairs at those counts, _evaluated of them, as plan_disagg plans a rerun), the
+    counts searched, the counts that fit): None where none does before FEWER_TRIES counts are evaluated (a count
+    whose pools form no pair is searched without an evaluation: it plans nothing)."""
     wp, wd = min(fronts["prefill"]), min(fronts["decode"])
-    fits = [Workers(p, d) for p in (range(fixed.prefill, 0, -1) if fixed.prefill else [None])
-            for d in (range(fixed.decode, 0, -1) if fixed.decode else [None])
+    # at most the workers of the smallest sizes that fit beside one of the other pool
+    fits = [Workers(p, d) for p in (range(min(fixed.prefill, (cards - wd) // wp), 0, -1) if fixed.prefill else [None])
+            for d in (range(min(fixed.decode, (cards - wp) // wd), 0, -1) if fixed.decode else [None])
             if (p, d) != (fixed.prefill, fixed.decode) and (p or 1) * wp + (d or 1) * wd <= cards]
     fits.sort(key=lambda w: -((w.prefill or 0) + (w.decode or 0)))
-    for w in fits[:FEWER_TRIES]:
-        if _plans_at(job, scenario, fronts, cards, w):
-            return tuple(Change(flag, n) for flag, n, asked in (("--prefill-workers", w.prefill, fixed.prefill),
-                                                               ("--decode-workers", w.decode, fixed.decode))
-                         if n is not None and n != asked)
-    return None
+    evaluated = 0
+    for i, w in enumerate(fits):
+        if evaluated == FEWER_TRIES:
+            return None, i, len(fits)
+        pairs = _pairs(scenario, fronts, cards, job.fw, job.model, w)
+        if not pairs:
+            continue
+        evaluated += 1
+        if _evaluated(job, scenario, pairs)[0]:
+            return (tuple(Change(flag, n) for flag, n, asked in (("--prefill-workers", w.prefill, fixed.prefill),
+                                                                ("--decode-workers", w.decode, fixed.decode))
+                          if n is not None and n != asked), i + 1, len(fits))
+    return None, len(fits), len(fits)
 
 
 def _pairs(scenario: Scenario, fronts: dict, cards: int, fw: FrameworkProfile | None = None,

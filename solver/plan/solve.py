@@ -322,6 +322,12 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
         return assumed_memory(model, hw, cfg, prec, scenario, p.batch, mem_opts).feasible
 
+    def fits_in_full(p: Point) -> bool:
+        # verify's memory half (a diagnosis's configuration with the SLAs set aside is checked by it)
+        return full(p).memory.feasible and assumed_memory(
+            model, hw, ParallelConfig(world_size=world, **tables.config(dict(p.picks))), prec, scenario, p.batch,
+            mem_opts).feasible
+
     # memory and SLAs are judged by the full estimate, not only the additive proxy: nothing that does not fit
     # is ever recommended
     planner.verify = verify
@@ -390,7 +396,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
             raise InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}",
                                   proven=not planner.cut_stops)
         raise explain_infeasible(model, hw, prec, fw, world, scenario, tables, planner, mem_opts, params,
-                                 allow_cross_node, space)
+                                 allow_cross_node, space, fits_in_full)
     lat_ref = min(p.latency for p in points)
     inv_ref = min(p.inv_throughput for p in points)
 
@@ -448,21 +454,23 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         roles[adopt[1].key()] = "verified deployment"
     front_keys = {p.key() for p in points}
     core = {p.key() for p in chosen[:CORE_CANDIDATES]} | ({adopt[1].key()} if adopt is not None else set())
-    # the power each candidate's SLA edge came from; a slot after the first the SLAs stop at a power, or at
-    # another configuration's edge below the most its own runs, moves to its own edge (the first is the
-    # scenario's choice of the front, where it stands)
+    # the power each candidate's SLA edge came from; a slot after the first the SLAs stop at a power, or any slot
+    # at another configuration's edge below the most its own runs, moves to its own edge (the first at a power is
+    # the scenario's choice of the front, where it stands: its own edge, if any, was planned from that power)
     edge_from: dict[tuple, int] = {}
     planners = [planner]
+    first_planner = planner  # the planner whose tables hold the first candidate's concurrency (binding_constraints)
     edge_from = {p.key(): edges[p.batch] for p in chosen if p.batch in edges}
     if edge_from:
         fixed = {adopt[1].key()} if adopt is not None else set()
         # one planner per edge within this plan: planner_at resets a cached planner's log, which would drop what
         # an earlier candidate's question at the same edge recorded (its time-outs, cut stops)
         at: dict[int, cpsat.Planner] = dict.fromkeys(edges, planner)
-        moved = at_own_edges(chosen[1:], powers, meets, runs,
+        moved = at_own_edges(chosen[int(chosen[0].batch not in edges):], powers, meets, runs,
                              lambda c: at[c] if c in at else at.setdefault(c, planner_at((c,))), fixed,
                              scenario.has_slas())
         for p, (q, pl) in moved.items():
+            first_planner = pl if p is chosen[0] else first_planner
             chosen[chosen.index(p)] = q
             roles[q.key()] = roles.pop(p.key())
             if p.key() in core:
@@ -494,18 +502,20 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     result.range_note = range_note(chosen[0].batch, scenario, more=lambda cap: runs_more(
         tables.config(dict(chosen[0].picks)), model, hw, fw, world, chosen[0].batch, cap, scenario.mtp))
     # the note names the plan's edge the first candidate there stands at (the plan's others at theirs, as own edges)
-    edge = next((p.batch for p in chosen if p.batch in edges), None)
+    # (the first moved from another configuration's edge to its own: that one)
+    edge = (chosen[0].batch if chosen[0].batch not in edges and chosen[0].key() in edge_from
+            else next((p.batch for p in chosen if p.batch in edges), None))
     if edge is not None:
         own = list(dict.fromkeys(f"{p.batch:,} from {edge_from[p.key()]:,}" for p in chosen
                                  if p.batch != edge and p.key() in edge_from))
-        result.edge_note = sla_edge_note(edge, edges[edge], scenario) + (
+        result.edge_note = sla_edge_note(edge, edges.get(edge, edge_from[chosen[0].key()]), scenario) + (
             "; the other candidates the SLAs stop at a power are shown at their own SLA edge (the most their "
             "configuration there runs within them, the best of their pattern planned at it): " + ", ".join(own)
             if own else "")
     device = [n for n in (placement_note(hw, fw, world), unstated_platform_note(hw, fw)) if n]
     result.input_notes = (*input_notes(model, hw, prec, max_len=scenario.max_seq_len, served_by=fw), *device)
     if explain_binding:
-        result.binding = binding_constraints(planner, chosen[0])
+        result.binding = binding_constraints(first_planner, chosen[0])
     pruned: dict[str, list[str]] = {}
     for p in space.pruned:
         pruned.setdefault(p.rule, []).append(f"{p.knob}={p.value}")
