@@ -324,6 +324,20 @@ class KVOffload(BaseModel):
     source: str = Field(min_length=1, description="the engine source file:line")
 
 
+class SpeculativeRunningCap(BaseModel):
+    """The running-request cap the engine sets itself where a command names a speculative method and leaves its
+    batch-cap flag out (SGLang resets --max-running-requests to 48): `check --command` reads it as if the command
+    gave `flag value`, so the rest of the concurrency waits for a slot."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    flag: str = Field(min_length=1, description="the batch-cap flag as the launch prints it")
+    value: int = Field(gt=0, description="the cap the engine sets where the command leaves the flag out")
+    except_methods: list[str] = Field(default_factory=list, description="methods (as draft_methods spells them) "
+                                      "whose handler leaves the cap alone")
+    source: str = Field(min_length=1, description="the engine source file:line")
+
+
 class MoeChunk(BaseModel):
     """A setting that bounds how many tokens one MoE forward runs at once (seed 3.4's "reducing moe_chunk"), named
     where the engine has one. `priced`: false where the facts give its values but not what it bounds, so the

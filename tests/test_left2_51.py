@@ -1,0 +1,37 @@
+"""Stop 51: what the hunts left open, closed (benchmarks/README.md "Stop 51: what the hunts left open, closed")."""
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from solver.cli.main import main
+
+SG_NGRAM = ("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct "
+            "--speculative-algorithm NGRAM")
+
+
+def _check(cmd: str, *extra: str) -> dict:
+    r = CliRunner().invoke(main, ["check", "--command", cmd, "--hardware", "h100_sxm", "--cards", "1", "--isl", "1024",
+                                  "--osl", "256", "--format", "json", *extra])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def test_sglang_runs_48_requests_under_speculation_where_the_command_sets_no_cap() -> None:
+    """sglang 0.5.23 resets --max-running-requests to 48 under NGRAM / EAGLE / ... where unset
+    (speculative_hook.py:1294-1302): the command is read at that cap, as if it gave --max-running-requests 48."""
+    out = _check(SG_NGRAM, "--concurrency", "256", "--mtp-accept", "0.5")
+    given = _check(SG_NGRAM + " --max-running-requests 48", "--concurrency", "256", "--mtp-accept", "0.5")
+    assert out["command"]["concurrency_cap"] == 48
+    assert out["estimation"] == given["estimation"]
+    assert _check(SG_NGRAM, "--mtp-accept", "0.5")["estimation"]["concurrency"] == 48  # no --concurrency: the cap
+
+
+def test_a_commands_running_cap_below_the_concurrency_is_priced_as_slot_waits() -> None:
+    """--max-running-requests 48 at 256 in flight: 48 run (a shorter decode step), the rest wait for a slot (a
+    longer TTFT) -- not 256 decoding together."""
+    capped = _check(SG_NGRAM + " --max-running-requests 48", "--concurrency", "256", "--mtp-accept", "0.5")
+    free = _check(SG_NGRAM + " --max-running-requests 256", "--concurrency", "256", "--mtp-accept", "0.5")
+    assert capped["estimation"]["tpot_ms"] < free["estimation"]["tpot_ms"] / 2
+    assert capped["estimation"]["ttft_ms"] > 2 * free["estimation"]["ttft_ms"]
