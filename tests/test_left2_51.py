@@ -35,3 +35,19 @@ def test_a_commands_running_cap_below_the_concurrency_is_priced_as_slot_waits() 
     free = _check(SG_NGRAM + " --max-running-requests 256", "--concurrency", "256", "--mtp-accept", "0.5")
     assert capped["estimation"]["tpot_ms"] < free["estimation"]["tpot_ms"] / 2
     assert capped["estimation"]["ttft_ms"] > 2 * free["estimation"]["ttft_ms"]
+
+
+def test_switch_to_ep_names_the_engines_flags_from_its_launch_args() -> None:
+    """The comm-over-compute warning's alternative (attn_tp=1 moe_tp=1 ...) is said in the engine's flags, as its
+    profile's launch prints the two configurations: vLLM --data-parallel-size 8 --enable-expert-parallel without
+    --tensor-parallel-size 8; SGLang --attn-dp-size 8 --ep-size 8."""
+    def warning(cmd: str) -> str:
+        r = CliRunner().invoke(main, ["check", "--command", cmd, "--hardware", "l40s", "--isl", "1024", "--osl", "512",
+                                      "--concurrency", "64", "--format", "json"])
+        assert r.exit_code == 0, r.output
+        return next(w for w in json.loads(r.stdout)["warnings"]["B"] if "switch to EP" in w)
+
+    assert ("; as vllm's launch spells it: --data-parallel-size 8 --enable-expert-parallel, without --tensor-parallel-size 8"
+            in warning("vllm serve Qwen/Qwen3-30B-A3B --tensor-parallel-size 8"))
+    assert "; as sglang's launch spells it: --attn-dp-size 8 --ep-size 8" in warning(
+        "python -m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B --tp-size 8")
