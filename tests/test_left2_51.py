@@ -51,3 +51,24 @@ def test_switch_to_ep_names_the_engines_flags_from_its_launch_args() -> None:
             in warning("vllm serve Qwen/Qwen3-30B-A3B --tensor-parallel-size 8"))
     assert "; as sglang's launch spells it: --attn-dp-size 8 --ep-size 8" in warning(
         "python -m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B --tp-size 8")
+
+
+def _va_offload(env: str) -> object:
+    return CliRunner().invoke(main, ["check", "--command", f"{env}vllm serve Qwen/Qwen3-32B --tensor-parallel-size 2 "
+                                     "--kv-offloading-size 200 --max-num-seqs 16", "--hardware", "atlas_a3", "--isl",
+                                     "2048", "--osl", "512", "--concurrency", "16", "--format", "json"])
+
+
+def test_vllm_ascend_kv_offload_starts_only_under_the_simple_connector_switch() -> None:
+    """vLLM 0.23.0's --kv-offloading-size installs the OffloadingConnector, whose default CPUOffloadingSpec raises
+    on an NPU (v1/kv_offload/cpu/spec.py:110-114), unless VLLM_USE_SIMPLE_KV_OFFLOAD=1 picks the simple connector
+    vllm-ascend replaces with its NPU copy: without the switch the command is refused in one line; with it the
+    flag is read (a prefix tier, not priced), neither it nor the variable listed as not read."""
+    unset, off, on = _va_offload(""), _va_offload("VLLM_USE_SIMPLE_KV_OFFLOAD=0 "), \
+        _va_offload("VLLM_USE_SIMPLE_KV_OFFLOAD=1 ")
+    assert unset.exit_code == 2 and off.exit_code == 2  # type: ignore[attr-defined]
+    assert "set VLLM_USE_SIMPLE_KV_OFFLOAD=1" in unset.stderr and "\n" not in unset.stderr.strip()  # type: ignore[attr-defined]
+    assert on.exit_code == 0, on.output  # type: ignore[attr-defined]
+    cmd = json.loads(on.stdout)["command"]  # type: ignore[attr-defined]
+    assert any(n.startswith("--kv-offloading-size 200: KV offload to host memory") for n in cmd["notes"])
+    assert not {"--kv-offloading-size", "VLLM_USE_SIMPLE_KV_OFFLOAD"} & set(cmd.get("not_read", []))

@@ -246,7 +246,8 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
     # the KV offload flags: read and named, not priced (command_offload says why)
     offload = command_offload(fw, r.given)
     if offload is not None:
-        r.not_read = [n for n in r.not_read if n not in fw.kv_offload.flags]
+        env = [fw.kv_offload.needs_env.name] if fw.kv_offload.needs_env else []
+        r.not_read = [n for n in r.not_read if n not in fw.kv_offload.flags + env]
         r.notes.append(offload)
     split = command_split(fw, r.given, r.parallel_config.get("pp_size", 1), spec)
     if split is not None:
