@@ -3,7 +3,8 @@ API (solver.api.estimate / memory / check): each returns a typed result whose `a
 A refusal names the command line's flag (--attn-tp); solver.api re-names it by the keyword (attn_tp_size)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable
 
 from solver.catalog import DEFAULT_FRAMEWORK
@@ -458,6 +459,8 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     else:
         note = None
     prev = ParallelConfig(world_size=world, **dep.previous_parallel_config) if dep.previous_parallel_config else None
+    if dep.running_cap is not None and wl.kind == "serving":  # one replica's share of the cap (serving_shape)
+        wl = replace(wl, max_running=math.ceil(dep.running_cap / pc.attn_replicas))
     prec = resolve_precision(spec, hw, dep.quant.weights, dep.quant.moe_weights, dep.quant.kv_cache,
                              fields=dep.fields)
     # a prefill pool's worker sizes its own command's buffers and step budget (memory_options.role_options)

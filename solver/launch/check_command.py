@@ -207,7 +207,7 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
         r.notes += [note] if note else []
     if r.concurrency_cap is not None and concurrency > r.concurrency_cap:
         r.notes.append(f"concurrency {concurrency:,} exceeds the {r.concurrency_cap:,} requests the command's cap "
-                       "runs at once: the rest wait")
+                       "runs at once: the rest wait for a slot, and the estimate prices that wait")
     # the launch compared with is sized at the formats the check estimates (an int8 model path's pool, not the
     # checkpoint's own format's); a pool's, at the memory its phase estimate gives (pool_settings_notes, after it)
     if phase is None:
@@ -246,7 +246,8 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
     # the KV offload flags: read and named, not priced (command_offload says why)
     offload = command_offload(fw, r.given)
     if offload is not None:
-        r.not_read = [n for n in r.not_read if n not in fw.kv_offload.flags]
+        env = [fw.kv_offload.needs_env.name] if fw.kv_offload.needs_env else []
+        r.not_read = [n for n in r.not_read if n not in fw.kv_offload.flags + env]
         r.notes.append(offload)
     split = command_split(fw, r.given, r.parallel_config.get("pp_size", 1), spec)
     if split is not None:
@@ -256,6 +257,8 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
                      towers=towers[0] if towers is not None else "engine",
                      unloaded_towers=list(towers[2]) if towers is not None else [],
                      stage_layers=split[0] if split is not None else None,
+                     running_cap=r.concurrency_cap if phase is None and r.concurrency_cap is not None
+                     and concurrency > r.concurrency_cap else None,
                      draft="lookup" if lookup else "next_n", verify_tokens=verify,
                      quant=QuantSpecIn(weights=weight_dtype, moe_weights=moe_weight_dtype, kv_cache=kv_dtype),
                      workload=workload)

@@ -116,6 +116,15 @@ def command_offload(fw: Any, given: dict) -> str | None:
             if (v := given.get(("flag", f))) is not None]
     if not said:
         return None
+    need = ko.needs_env
+    backend = given.get(("flag", need.backend_flag)) if need is not None and need.backend_flag else None
+    needed = need is not None and (not need.backends or (backend or need.backends[0]) in need.backends)
+    if needed and given.get(("env", need.name), "").strip() not in need.reads_on:  # type: ignore[union-attr]
+        set_to = given.get(("env", need.name))  # type: ignore[union-attr]
+        now = (f"sets {need.name}={set_to}, which {fw.name} does not read as on ({', '.join(need.reads_on)})"  # type: ignore[union-attr]
+               if set_to is not None else f"leaves {need.name} unset")  # type: ignore[union-attr]
+        raise InputError("--command", f"{', '.join(said)}: the command {now}: {need.why}, so {fw.name} refuses "  # type: ignore[union-attr]
+                                      f"to start; set {need.name}={need.reads_on[0]}")  # type: ignore[union-attr]
     return (f"{', '.join(said)}: KV offload to host memory ({ko.size}); it holds prefix blocks for reuse, loaded "
             "back on a prefix hit, not the running batch's KV, so the device memory and the batch that fits are "
             "as without it, and this estimate's closed loop reuses no prefix: not priced; nor is the host memory it "

@@ -187,6 +187,24 @@ def _absent_bound(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc, worl
     return bound, ", ".join(sorted({slot_name(slot_of(fw, a), fw) for a in absent}))
 
 
+def _speculative_cap(fw: FrameworkProfile, given: dict[Slot, str]) -> tuple[dict[Slot, str], str] | None:
+    """({the batch-cap flag's slot: the cap the engine sets}, a note) where the command names a speculative
+    method its profile says resets the cap (speculative_running_cap) and gives no cap of its own; else None."""
+    from solver.launch.draft_method import method_slot
+
+    rule = fw.speculative_running_cap
+    slot = method_slot(fw)
+    if rule is None or slot is None or slot not in given or ("flag", rule.flag) in given:
+        return None
+    method = given[slot]
+    upper = fw.draft_methods is not None and fw.draft_methods.any_case
+    if (method.upper() if upper else method) in [m.upper() if upper else m for m in rule.except_methods]:
+        return None
+    return ({("flag", rule.flag): str(rule.value)},
+            f"{rule.flag}: not given; with {slot_name(slot, fw)} {method} {fw.name} sets it to {rule.value} "
+            f"({fw.name}'s profile: speculative_running_cap): read as {rule.value} requests at once, the rest wait for a slot")
+
+
 def read_command(text: str, hw: Hardware, cards: int | None = None, framework: str | None = None,
                  model: str | None = None, concurrency: int | None = None, max_model_len: int | None = None,
                  mtp: int | None = None) -> CommandReading:
@@ -305,12 +323,16 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
         notes.append(f"{len(others)} other configuration(s) print the same parallel flags; read as the first")
     # the settings the profile derives from the workload: read back where it says what they mean
     cap = read_len = read_mtp = None
+    capped = _speculative_cap(fw, user.values)
+    if capped is not None:
+        notes.append(capped[1])
+    values = {**user.values, **(capped[0] if capped else {})}
     for arg in args:
         slot = slot_of(fw, arg)
-        if slot is None or slot in parallel or slot not in user.values or arg.value_expr is None:
+        if slot is None or slot in parallel or slot not in values or arg.value_expr is None:
             continue
         reads = _reads(arg)
-        raw = user.values[slot]
+        raw = values[slot]
         if slot[0] == "doc" and spells_depth(arg) and not (raw.isdigit() and int(raw) >= 1):
             # argparse types a flag's depth; a document's is a JSON / YAML number the engine validates at start
             # (vLLM 0.34.0 config/speculative.py:455: int, gt=0), and the launch writes one only with MTP on
@@ -331,7 +353,7 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
             # several caps (SGLang's running requests and its PP microbatch's): the smallest binds
             cap = min(c for c in (cap, given_cap) if c is not None) if given_cap is not None else cap
     if cap is not None:
-        bound, flags = _absent_bound(fw, spec, hw, pc, world, args, parallel, user.values, cap, mtp_read)
+        bound, flags = _absent_bound(fw, spec, hw, pc, world, args, parallel, values, cap, mtp_read)
         if bound < cap:
             notes.append(f"read as {bound:,} requests at once, not {cap:,}: the command leaves out {flags}, which "
                          f"{fw.name}'s launch prints for {cap:,} requests; the engine's default runs {bound:,}")

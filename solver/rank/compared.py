@@ -165,10 +165,63 @@ def tp_comm_over_compute(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, p
                 thr = change_pct(e.output_tokens_per_s_per_rank, own.output_tokens_per_s_per_rank)
                 change = " ".join(f"{k.replace('_size', '')}={n}" for k, n in knobs.items())
                 return [f"{head}: {change} fits and does better by the estimate (request latency "
-                        f"{change_pct(la, lo)}, output tokens/s per rank {thr})"], []
+                        f"{change_pct(la, lo)}, output tokens/s per rank {thr})"
+                        + _in_flag_terms(fw, model, hw, pc, alt, wl)], []
     return [], [f"{head}: weighed against each smaller {top} the engine accepts (alone or with the knobs at the same "
                 f"degree); none that fits is more than {PERF_TIE:.0%} better by the estimate, so the seed's "
                 "adjustment does not apply"]
+
+
+def _printed(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelConfig, wl: Workload
+             ) -> dict[str, str] | None:
+    """The launch arguments that spell `pc`'s parallelism, as the profile's launch prints them: {flag / variable /
+    key: its rendered value ("" for a switch)} for each argument printed whose condition and value read only the
+    configuration, the model and the device (the batch-, memory- and length-sized ones are left out). None where
+    the profile has no launch."""
+    from solver.specs.expr import compile_expr
+    from solver.specs.launch_spec import REPLICA_BATCH
+
+    if fw.launch is None:
+        return None
+    env = dict(model_env(pc.settings(), model, **device_facts(hw), world=pc.world_size, batch=wl.sequences,
+                         mtp=wl.mtp))
+    env["replica_batch"] = compile_expr(REPLICA_BATCH, fw.group_products).evaluate(env)
+    out: dict[str, str] = {}
+    for a in fw.launch.args:
+        doc = fw.launch.documents.get(a.doc) if a.doc else None
+        name = a.flag or a.env or (f"{doc.flag or doc.file}: {a.key}" if doc is not None and a.key else None)
+        reads = a.when_expr.names | (a.value_expr.names if a.value_expr is not None else frozenset())
+        if name is None or reads & {"batch", "replica_batch", "mtp"}:
+            continue
+        try:
+            if not a.when_expr.evaluate(env):
+                continue
+            if a.value_expr is None and a.text and "{" in a.text:
+                continue  # a template of the launch's own figures (a path, an address)
+            value = ("" if a.switch else a.text or "") if a.value_expr is None else str(int(a.value_expr.evaluate(env)))
+        except (ShardplanError, KeyError, TypeError, ValueError):  # reads a figure the configuration alone lacks
+            continue
+        if a.default is not None and value == str(a.default):
+            continue  # the engine's default: the launch leaves it out
+        out.setdefault(name, value)
+    return out
+
+
+def _in_flag_terms(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelConfig, alt: ParallelConfig,
+                   wl: Workload) -> str:
+    """The seed's "switch to EP" as the engine's launch spells the change from `pc` to `alt`: the arguments `alt`
+    prints that `pc` does not or with another value, and those it drops; "" where the profile has no launch or
+    they print alike."""
+    now, then = _printed(fw, model, hw, pc, wl), _printed(fw, model, hw, alt, wl)
+    if now is None or then is None:
+        return ""
+    add = [f"{k} {v}".strip() for k, v in then.items() if now.get(k) != v]
+    drop = [f"{k} {v}".strip() for k, v in now.items() if k not in then]
+    if not add and not drop:
+        return ""
+    sep = ", " if any(": " in a for a in add + drop) else " "  # a document's keys: one a clause
+    return (f"; as {fw.name}'s launch spells it: " + sep.join(add)
+            + (f"{', ' if add else ''}without {sep.join(drop)}" if drop else ""))
 
 
 def scenario_of(wl: Workload) -> Scenario:

@@ -32,7 +32,8 @@ def kv_share_warning(cp_replicates_kv: bool, offload: KVOffload | None = None, m
     if offload is None:
         said += "; KV offload to host: this engine's profile gives none"
     else:
-        said += (f"; KV offload to host ({offload.flags[0]}: {offload.size}) holds prefix blocks for reuse, not "
+        env = f" with {offload.needs_env.name}={offload.needs_env.reads_on[0]}" if offload.needs_env else ""
+        said += (f"; KV offload to host ({offload.flags[0]}{env}: {offload.size}) holds prefix blocks for reuse, not "
                  "the running batch's KV, so it keeps prefix hits, not room for a larger batch (not priced)")
     if moe:
         said += ("; reducing moe_chunk: this engine runs a forward's tokens through the MoE at once (no such setting)"

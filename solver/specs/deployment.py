@@ -156,6 +156,11 @@ class Deployment(BaseModel):
     unloaded_towers: list[str] = Field(default_factory=list, description="towers (vision, audio) not loaded "
                                        "beside `towers`' placement of the rest (a command limiting every modality "
                                        "they serve to 0); each must be one of the model's")
+    running_cap: int | None = Field(None, gt=0, le=MAX_CONCURRENCY,
+                                    description="requests the engine runs at once over the deployment (a "
+                                    "command's --max-num-seqs / --max-running-requests, or the cap the engine sets "
+                                    "itself); the rest of a serving workload's concurrency waits for a slot. None: "
+                                    "the concurrency runs, as memory holds it")
     enable_online_split_weight: bool | None = None
     afd: bool = Field(False, description="attention-FFN disaggregation: half the ranks attention, half FFN")
     previous_parallel_config: dict[str, StrictInt] | None = None

@@ -28,7 +28,7 @@ from solver.specs.profile_rules import KNOB_NAMES, KnobName, Rule
 from solver.specs.profile_serving import EpKernels, FrameworkEfficiency, FrameworkScheduler, FrameworkServing
 from solver.specs.profile_facts import (EVERY_WRAPPER, PREFIX_CACHE_NAMES, DraftMethods, HybridStateLayout, IndexerDecodeBound,
                                        KVBlocks, KVOffload, LongRequest, MaxContext, MoeChunk, NoPrefixCache, PPSplit,
-                                       RefusedKVScheme, TowerFlag, format_facts)
+                                       RefusedKVScheme, SpeculativeRunningCap, TowerFlag, format_facts)
 from solver.specs.rule_env import model_facts
 
 if TYPE_CHECKING:
@@ -171,6 +171,9 @@ class FrameworkProfile(BaseModel):
     moe_chunk: MoeChunk | None = Field(
         None, description="the setting that bounds the tokens of one MoE forward (seed 3.4's moe_chunk), where "
         "the engine has one; the 3.4 KV warning names it. None: its MoE runs a forward's tokens at once")
+    speculative_running_cap: SpeculativeRunningCap | None = Field(
+        None, description="the running-request cap the engine sets where a command names a speculative method and "
+        "no batch cap (check --command prices it: the rest wait); None: the command's cap or memory decides")
     refused_kv_schemes: list[RefusedKVScheme] = Field(
         default_factory=list, description="checkpoint KV-cache schemes the engine refuses to load (a checkpoint "
         "carrying one is refused by solve, estimate and check; FrameworkProfile.checkpoint_kv_refusal)")

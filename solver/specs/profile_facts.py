@@ -306,6 +306,23 @@ class PPSplit(BaseModel):
     source: str = Field(min_length=1, description="the engine source file:line")
 
 
+class OffloadEnv(BaseModel):
+    """The environment variable an engine's KV offload flags start only with (vllm-ascend: the simple connector,
+    whose NPU override it registers; the default connector's spec raises on an NPU)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    name: str = Field(min_length=1, description="the variable")
+    reads_on: list[str] = Field(min_length=1, description="the values the engine reads as set (the first is "
+                                "printed; YAML reads a bare `on` key as true)")
+    backend_flag: str | None = Field(None, description="the flag that picks the offload backend (None: one "
+                                     "backend)")
+    backends: list[str] = Field(default_factory=list, description="the backends that need the variable; the "
+                                "first is the engine's default, where the command leaves backend_flag out")
+    why: str = Field(min_length=1, description="what the engine does without it, in its own words")
+    source: str = Field(min_length=1, description="the engine source file:line")
+
+
 class KVOffload(BaseModel):
     """How the engine keeps KV blocks in host memory beside its device cache (seed 3.4's "KVCache Offload"). In
     the engines read so far the host tier is a second tier of the prefix cache: blocks computed or evicted from
@@ -321,6 +338,22 @@ class KVOffload(BaseModel):
                       "memory the tier takes (GiB over the engine's ranks, a ratio to the device pool, ...)")
     holds: Literal["prefix"] = Field(description="prefix: blocks for prefix reuse (evicted or computed), loaded "
                                      "back on a hit; the running batch's KV is not moved to host")
+    needs_env: OffloadEnv | None = Field(None, description="a variable the engine needs beside the flags, "
+                                           "else it refuses to start (check --command refuses such a command)")
+    source: str = Field(min_length=1, description="the engine source file:line")
+
+
+class SpeculativeRunningCap(BaseModel):
+    """The running-request cap the engine sets itself where a command names a speculative method and leaves its
+    batch-cap flag out (SGLang resets --max-running-requests to 48): `check --command` reads it as if the command
+    gave `flag value`, so the rest of the concurrency waits for a slot."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    flag: str = Field(min_length=1, description="the batch-cap flag as the launch prints it")
+    value: int = Field(gt=0, description="the cap the engine sets where the command leaves the flag out")
+    except_methods: list[str] = Field(default_factory=list, description="methods (as draft_methods spells them) "
+                                      "whose handler leaves the cap alone")
     source: str = Field(min_length=1, description="the engine source file:line")
 
 
