@@ -59,3 +59,22 @@ def test_trtllm_launch_leaves_out_options_at_the_engines_default():
     assert not {"enable_attention_dp", "moe_tensor_parallel_size", "moe_expert_parallel_size"} & set(extra)
     assert "--ep_size 4" in " ".join(launch["nodes"][0]["argv"])
     assert not any("moe_tensor_parallel_size" in n for n in launch.get("notes", []))
+
+
+def test_trtllm_ep_size_left_out_is_moe_tp_over_the_whole_tp():
+    """gpt-oss-120b `--tp_size 8` with `enable_attention_dp: true` and no --ep_size (MoE TP8, the engine's split when
+    EP is not set) was refused for leaving --ep_size out; it reads as attention DP8 + MoE TP8, and the launch of
+    that configuration no longer writes `--ep_size 1`."""
+    from solver.launch.emit import LaunchInputs, emit_launch
+    from solver.specs.framework import load_framework
+    from solver.specs.model_catalog import load_model
+    from solver.specs.parallel import ParallelConfig
+
+    text = ("cat > extra.yaml <<'EOF'\nenable_attention_dp: true\nEOF\ntrtllm-serve openai/gpt-oss-120b --tp_size 8 "
+            "--max_batch_size 128 --extra_llm_api_options extra.yaml")
+    r = read_command(text, load_hardware("h200_sxm"))
+    assert (r.world, r.parallel_config["attn_tp_size"], r.parallel_config["moe_tp_size"]) == (8, 1, 8)
+    pc = ParallelConfig(world_size=8, moe_tp_size=8)
+    launch = emit_launch(load_framework("trtllm"), load_model("openai/gpt-oss-120b"), load_hardware("h200_sxm"), pc,
+                         LaunchInputs(batch=8, max_model_len=2048))
+    assert "--ep_size" not in launch["nodes"][0]["argv"]
