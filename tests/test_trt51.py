@@ -78,3 +78,18 @@ def test_trtllm_ep_size_left_out_is_moe_tp_over_the_whole_tp():
     launch = emit_launch(load_framework("trtllm"), load_model("openai/gpt-oss-120b"), load_hardware("h200_sxm"), pc,
                          LaunchInputs(batch=8, max_model_len=2048))
     assert "--ep_size" not in launch["nodes"][0]["argv"]
+
+
+def test_a_command_spelling_a_configuration_the_engine_refuses_names_the_rule():
+    """`enable_attention_dp: true` on Llama-3.3-70B was refused as 'no configuration ... prints these parallel
+    flags' alone: the line now names the rule the configuration they spell breaks."""
+    import pytest
+
+    from solver.errors import InputError
+
+    text = (f"cat > extra.yaml <<'EOF'\nenable_attention_dp: true\nEOF\ntrtllm-serve {LLAMA} --tp_size 8 "
+            "--extra_llm_api_options extra.yaml")
+    with pytest.raises(InputError, match=r"the configuration they spell breaks \[C\.attention_dp_moe_only\]: a dense "
+                                         r"model runs TP over all ranks") as exc:
+        read_command(text, H100)
+    assert "\n" not in exc.value.problem

@@ -291,6 +291,10 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
         elif left_out and not refused:
             keys = ", ".join(sorted(slot_name(s, fw) for s in left_out))
             why = f"; the command leaves {keys} out, which {fw.name}'s launch sets for the configurations these flags fit"
+        if not why:  # the configuration the flags spell, where one does, and the rule it breaks
+            broken = _rule_broken(fw, spec, hw, worlds, [a for a in args[own:] if is_parallel(fw, a)], user,
+                                  concurrency or 1, mtp_read)
+            why = f"; the configuration they spell {broken}" if broken else ""
         raise InputError("--command", f"{shown}: no configuration {fw.name} admits for {spec.name} on {hw.name} at "
                                       f"{at} prints these parallel flags{why}")
     matches = _distinct(matches)
@@ -425,6 +429,59 @@ def _defaults(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parallel
             except InputError:  # a default over the launch's own figures: not the configuration's to say
                 continue
     return out
+
+
+# the most configurations a refusal searches for the rule a command's flags break (one 8-rank MoE world's whole
+# space, about 1 s here): past it the refusal names no rule rather than keep the user waiting
+EXPLAIN_CONFIGS = 4096
+
+
+def _rule_broken(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, worlds: list[int], args: list[LaunchArg],
+                 user: Reading, batch: int, mtp: int) -> str | None:
+    """What breaks in the first configuration of the space (its knobs' domains, no rule applied) whose parallel
+    arguments print what the command gives: the model's rules (model_problems) or the engine's hard rules, as the
+    launch refuses them (TensorRT-LLM's attention DP on a dense model: `breaks [C.attention_dp_moe_only]: ...`).
+    None where no configuration prints them (a size outside every domain) or the one that does breaks none."""
+    from solver.space.domains import build_space
+    from solver.specs.model_rules import model_problems
+    from solver.specs.parallel import absent_knobs
+    from solver.specs.rule_env import device_facts, model_facts, rule_env
+    from solver.specs.scenario import Scenario
+
+    slots = {slot_of(fw, a) for a in args}
+    facts = dict(device_facts(hw), batch=batch, mtp=mtp, **model_facts(model))
+    fixed = set(fw.fixed_knobs) | set(absent_knobs(model))
+    for world in worlds:
+        domains = build_space(model, hw, fw, world, Scenario(concurrency=batch, mtp=mtp),
+                              allow_cross_node=True).domains
+        names = list(domains)
+        ranges = [(1,) if k in fixed else domains[k] for k in names]
+        if math.prod(len(r) for r in ranges) > EXPLAIN_CONFIGS:
+            continue
+        for values in itertools.product(*ranges):
+            cfg = dict(zip(names, values))
+            try:
+                env = dict(rule_env(cfg, world=world, **facts))
+                printed: dict[Slot, str] = {}
+                default: dict[Slot, str] = {}
+                for a in args:
+                    slot = slot_of(fw, a)
+                    if a.default is not None:
+                        default[slot] = as_read(a.default_value(env))  # type: ignore[index]
+                    if a.value_expr is not None and a.when_expr.evaluate(env):
+                        printed[slot] = as_read(a.value_expr.evaluate(env))  # type: ignore[index]
+            except InputError:  # a world this configuration does not divide
+                continue
+            if any(printed.get(s, default.get(s)) != user.values.get(s, default.get(s)) for s in slots):
+                continue
+            pc = ParallelConfig(world_size=world, **cfg)
+            bad = model_problems(model, pc, fw)
+            if bad:
+                return f"is not runnable on {model.name}: {bad[0]}"
+            rule = next(iter(fw.violated(env, severity="error")), None)
+            if rule is not None:
+                return f"breaks [{rule.id}]: {rule.message}"
+    return None
 
 
 def _documents_needed(fw: FrameworkProfile, user: Reading, parallel: set[Slot]) -> None:
