@@ -101,11 +101,6 @@ def test_an_engine_with_a_parser_record_says_nothing_of_the_kind():
     assert not any("parser is not recorded" in n for n in r.notes)
 
 
-def test_trtllm_without_its_options_file_is_one_line_naming_the_flag_and_keys():
-    with pytest.raises(InputError, match=r"no --extra_llm_api_options given: it holds .*enable_attention_dp"):
-        read_command(TRT, H200)
-
-
 def test_trtllm_with_an_options_file_not_on_disk_names_the_file(tmp_path):
     missing = tmp_path / "nope.yaml"
     with pytest.raises(InputError, match=f"--extra_llm_api_options {missing}: not in the text nor a file on disk"):
@@ -117,13 +112,6 @@ def test_trtllm_with_an_unreadable_options_file_names_the_file(tmp_path):
     binary.write_bytes(b"\xff\xfe\x00bad")
     with pytest.raises(InputError, match=f"--extra_llm_api_options {binary}: cannot be read"):
         read_command(f"{TRT} --extra_llm_api_options {binary}", H200)
-
-
-def test_trtllm_options_file_missing_a_parallel_key_names_the_key(tmp_path):
-    extra = tmp_path / "extra.yaml"
-    extra.write_text("enable_attention_dp: true\n")
-    with pytest.raises(InputError, match="leaves .*moe_expert_parallel_size.* out.*no default"):
-        read_command(f"{TRT} --extra_llm_api_options {extra}", H200)
 
 
 def test_trtllm_options_written_in_the_text_are_read():

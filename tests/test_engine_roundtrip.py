@@ -118,7 +118,9 @@ def _trtllm(flags: dict, files: dict, model) -> dict[str, int]:
     return {"world": world * pp, "pp_size": pp, "attn_tp_size": attn, "attn_sp_size": 1, "kvp_size": 1,
             "dense_tp_size": attn,
             "embed_tp_size": attn, "lmhead_tp_size": world if extra.get("enable_lm_head_tp_in_adp") else attn,
-            "o_proj_shards": attn, "moe_tp_size": int(extra.get("moe_tensor_parallel_size", world)),
+            # engines.md: moe_tp x moe_ep == TP, so MoE TP left out is TP over --ep_size (1: no EP)
+            "o_proj_shards": attn, "moe_tp_size": int(extra.get("moe_tensor_parallel_size",
+                                                                world // int(flags.get("--ep_size", 1)))),
             "redundant_experts": (int(extra.get("moe_config", {}).get("load_balancer", {}).get("num_slots", 0))
                                   - model.num_experts) if "moe_config" in extra else 0}
 

@@ -124,7 +124,8 @@ def test_trtllm_across_nodes_is_one_mpi_launch_with_its_options_file(tmp_path):
     launch = json.loads(r.stdout)
     assert len(launch["nodes"]) == 1 and launch["nodes"][0]["argv"][0] == "mpirun"
     extra = yaml.safe_load(launch["files"]["extra_llm_api_options.yaml"])
-    assert extra["enable_attention_dp"] is True and extra["moe_expert_parallel_size"] == 16
+    argv = launch["nodes"][0]["argv"]
+    assert extra["enable_attention_dp"] is True and argv[argv.index("--ep_size") + 1] == "16"
 
 
 def test_cann_recipes_launch_is_the_model_yaml_parallel_config_block(tmp_path):

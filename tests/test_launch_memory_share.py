@@ -98,9 +98,13 @@ def test_a_parallel_flag_at_the_engines_default_is_left_out(framework: str, flag
     assert _flag(two, flag) == "2"
 
 
-def test_a_default_belongs_to_an_argv_flag_with_a_value() -> None:
-    with pytest.raises(ValueError, match="default needs a flag with a value"):
-        LaunchArg(doc="extra", key="tensor_parallel_size", value="world", default=1)
+def test_a_default_belongs_to_a_flag_or_document_key_with_a_value() -> None:
+    """(stop 51: a document key may carry the engine's default too, TensorRT-LLM's options file)"""
+    with pytest.raises(ValueError, match="default needs a flag or document key with a value"):
+        LaunchArg(env="TP_SIZE", value="world", default=1)
+    with pytest.raises(ValueError, match="default needs a flag or document key with a value"):
+        LaunchArg(flag="--dtype", text="{kv_dtype}", default=1)
+    assert LaunchArg(doc="extra", key="tensor_parallel_size", value="world", default=1).default == 1
 
 
 def _row(cards: int, tok_s: float, attn_tp: int = 1) -> dict:

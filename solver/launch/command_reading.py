@@ -83,12 +83,26 @@ def slot_of(fw: FrameworkProfile, arg: LaunchArg) -> Slot | None:
     return ("flag", arg.flag) if arg.flag else None
 
 
-def _norm(v: Any) -> str:
+def as_read(v: Any) -> str:
+    """A value as a command's slot holds it (bools true / false, whole floats as integers)."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
     return str(v)
+
+
+def _leaves(doc: dict, known: set[str], at: str = "") -> list[str]:
+    """The dotted keys of `doc`'s values (a list or a scalar is one value), each profile key (`known`) taken whole
+    however its value nests."""
+    out = []
+    for k, v in doc.items():
+        key = f"{at}{k}"
+        if isinstance(v, dict) and v and key not in known:
+            out += _leaves(v, known, f"{key}.")
+        else:
+            out.append(key)
+    return out
 
 
 def _dotted(doc: dict, key: str) -> Any:
@@ -136,7 +150,7 @@ def reading(fw: FrameworkProfile, parsed: ParsedArgv, env: dict[str, str], files
                 out.respelt.append(f"{r.flag} {flags[r.reads_as]} {r.with_switch}: read as {r.reads_as} "
                                    f"{flags[r.reads_as]}, the spelling {fw.name}'s parser resolves it to")
     for flag, v in flags.items():
-        out.values[("flag", flag)] = _norm(v)
+        out.values[("flag", flag)] = as_read(v)
     for name, v in env.items():
         out.values[("env", name)] = v
     docs: dict[str, dict] = {}
@@ -171,7 +185,13 @@ def reading(fw: FrameworkProfile, parsed: ParsedArgv, env: dict[str, str], files
         if arg.doc is not None and arg.doc in docs:
             v = _dotted(docs[arg.doc], arg.key or "")
             if v is not None:
-                out.values[("doc", arg.doc, arg.key or "")] = _norm(v)
+                out.values[("doc", arg.doc, arg.key or "")] = as_read(v)
+    # a key the profile never writes is kept as given, so it is named as not read rather than dropped unseen
+    for name, doc in docs.items():
+        known = {a.key for a in all_args(fw) if a.doc == name and a.key}
+        for key in _leaves(doc, known):
+            if key not in known:
+                out.values[("doc", name, key)] = as_read(_dotted(doc, key))
     return out
 
 

@@ -159,6 +159,11 @@ def _value(arg: LaunchArg, names: dict[str, Any], engine: str) -> Any:
     return _text(arg, names, engine)
 
 
+def _at_default(arg: LaunchArg, v: Any, names: Mapping[str, Any]) -> bool:
+    """Whether `v` is the engine's own value for `arg` (LaunchArg.default): the command leaves it out."""
+    return arg.default is not None and v == arg.default_value(names)
+
+
 def _put(doc: dict, dotted: str, value: Any) -> None:
     *path, last = dotted.split(".")
     for p in path:
@@ -352,8 +357,9 @@ def _unsourced_notes(fw: FrameworkProfile, args: list[LaunchArg], names: Mapping
     command needs it, so it is written, and says that it is unverified rather than pass for a sourced flag."""
     keys: dict[str, list[str]] = {}  # one note per reason, naming every argument it covers
     for a in args:
-        if a.unsourced is None or a.knob in skip or id(a) in unspelled or \
-                not a.when_expr.evaluate({**names, "node_rank": 0}):
+        at = {**names, "node_rank": 0}
+        if a.unsourced is None or a.knob in skip or id(a) in unspelled or not a.when_expr.evaluate(at) or \
+                _at_default(a, _value(a, at, fw.name), at):  # left out: nothing unverified is written
             continue
         keys.setdefault(a.unsourced, []).append(a.key or a.flag or a.env or "")
     return [f"{', '.join(dict.fromkeys(k))}: {why}" for why, k in keys.items()]
@@ -522,7 +528,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
             if arg.knob in skip or id(arg) in unspelled or not arg.when_expr.evaluate(names):
                 continue
             v = _value(arg, names, fw.name)
-            if arg.default is not None and v == arg.default:  # the engine's own value: nothing to tell it
+            if _at_default(arg, v, names):  # the engine's own value: nothing to tell it
                 continue
             if arg.doc is not None:
                 _put(docs[arg.doc], arg.key or "", v)

@@ -23,8 +23,8 @@ from typing import Any
 from solver.errors import InputError
 from solver.launch.command_engine import find_engine, program, run_of
 from solver.launch.command_model import model_token, resolve_model
-from solver.launch.command_reading import (Reading, Slot, dashed, flag_kinds, launch_reading, reading, site_flags,
-                                           slot_name, slot_of)
+from solver.launch.command_reading import (Reading, Slot, as_read, dashed, flag_kinds, launch_reading, reading,
+                                           site_flags, slot_name, slot_of)
 from solver.launch.command_role import PoolRole, pool_settings, pool_slots, read_role
 from solver.launch.engine_flags import flag_int
 from solver.launch.command_text import CommandText, parse_argv, read_text
@@ -238,8 +238,6 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
     _documents_needed(fw, user, parallel)
     notes: list[str] = ([picked] if picked else []) + user.respelt
     name, spec = resolve_model(model_token(fw, user, run, notes), model)
-    # a flag given at the engine's own default (`-tp 1`) is the flag left out, which is how the launch prints it
-    default = {slot_of(fw, a): str(a.default) for a in args if a.default is not None}
     pooled = pool_slots(fw)  # a pool worker's role and KV transfer: read as its role below, never "not printed"
     printed = {slot_of(fw, a) for a in args} | {("flag", d.flag) for d in fw.launch.documents.values() if d.flag} \
         | pooled
@@ -279,6 +277,8 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
                 printed_by = launch_reading(fw, emit_launch(as_read, spec, hw, pc, replace(inputs, with_memory=False)))
             except InputError:
                 continue
+            # a flag given at the engine's own default (`-tp 1`) is the flag left out, which is how the launch prints it
+            default = _defaults(fw, spec, hw, pc, world, batch, mtp_read)
             differ = [s for s in parallel if printed_by.values.get(s, default.get(s)) != user.values.get(s, default.get(s))]
             if differ:
                 # a key the document leaves out is the engine's default, which the profile does not record
@@ -309,6 +309,10 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
         elif left_out and not refused:
             keys = ", ".join(sorted(slot_name(s, fw) for s in left_out))
             why = f"; the command leaves {keys} out, which {fw.name}'s launch sets for the configurations these flags fit"
+        if not why:  # the configuration the flags spell, where one does, and the rule it breaks
+            broken = _rule_broken(fw, spec, hw, worlds, [a for a in args[own:] if is_parallel(fw, a)], user,
+                                  concurrency or 1, mtp_read)
+            why = f"; the configuration they spell {broken}" if broken else ""
         raise InputError("--command", f"{shown}: no configuration {fw.name} admits for {spec.name} on {hw.name} at "
                                       f"{at} prints these parallel flags{why}")
     matches = _distinct(matches)
@@ -431,13 +435,86 @@ def pool_stand_in(fw: FrameworkProfile, role: str | None, pc: ParallelConfig) ->
     return {r: pc for r in DISAGG_ROLES}
 
 
+def _defaults(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelConfig, world: int, batch: int,
+              mtp: int) -> dict[Slot, str]:
+    """The engine's value of each argument the profile records a default for (LaunchArg.default), at this
+    configuration, as a command's slot holds it: what a command leaving the argument out runs."""
+    from solver.specs.rule_env import device_facts, model_env
+
+    env = dict(model_env(pc.settings(), model, **device_facts(hw), world=world, batch=batch, mtp=mtp))
+    out: dict[Slot, str] = {}
+    for a in (fw.launch.args if fw.launch else ()):
+        slot = slot_of(fw, a)
+        if a.default is not None and slot is not None:
+            try:
+                out[slot] = as_read(a.default_value(env))
+            except InputError:  # a default over the launch's own figures: not the configuration's to say
+                continue
+    return out
+
+
+# the most configurations a refusal searches for the rule a command's flags break (one 8-rank MoE world's whole
+# space, about 1 s here): past it the refusal names no rule rather than keep the user waiting
+EXPLAIN_CONFIGS = 4096
+
+
+def _rule_broken(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, worlds: list[int], args: list[LaunchArg],
+                 user: Reading, batch: int, mtp: int) -> str | None:
+    """What breaks in the first configuration of the space (its knobs' domains, no rule applied) whose parallel
+    arguments print what the command gives: the model's rules (model_problems) or the engine's hard rules, as the
+    launch refuses them (TensorRT-LLM's attention DP on a dense model: `breaks [C.attention_dp_moe_only]: ...`).
+    None where no configuration prints them (a size outside every domain) or the one that does breaks none."""
+    from solver.space.domains import build_space
+    from solver.specs.model_rules import model_problems
+    from solver.specs.parallel import absent_knobs
+    from solver.specs.rule_env import device_facts, model_facts, rule_env
+    from solver.specs.scenario import Scenario
+
+    slots = {slot_of(fw, a) for a in args}
+    facts = dict(device_facts(hw), batch=batch, mtp=mtp, **model_facts(model))
+    fixed = set(fw.fixed_knobs) | set(absent_knobs(model))
+    for world in worlds:
+        domains = build_space(model, hw, fw, world, Scenario(concurrency=batch, mtp=mtp),
+                              allow_cross_node=True).domains
+        names = list(domains)
+        ranges = [(1,) if k in fixed else domains[k] for k in names]
+        if math.prod(len(r) for r in ranges) > EXPLAIN_CONFIGS:
+            continue
+        for values in itertools.product(*ranges):
+            cfg = dict(zip(names, values))
+            try:
+                env = dict(rule_env(cfg, world=world, **facts))
+                printed: dict[Slot, str] = {}
+                default: dict[Slot, str] = {}
+                for a in args:
+                    slot = slot_of(fw, a)
+                    if a.default is not None:
+                        default[slot] = as_read(a.default_value(env))  # type: ignore[index]
+                    if a.value_expr is not None and a.when_expr.evaluate(env):
+                        printed[slot] = as_read(a.value_expr.evaluate(env))  # type: ignore[index]
+            except InputError:  # a world this configuration does not divide
+                continue
+            if any(printed.get(s, default.get(s)) != user.values.get(s, default.get(s)) for s in slots):
+                continue
+            pc = ParallelConfig(world_size=world, **cfg)
+            bad = model_problems(model, pc, fw)
+            if bad:
+                return f"is not runnable on {model.name}: {bad[0]}"
+            rule = next(iter(fw.violated(env, severity="error")), None)
+            if rule is not None:
+                return f"breaks [{rule.id}]: {rule.message}"
+    return None
+
+
 def _documents_needed(fw: FrameworkProfile, user: Reading, parallel: set[Slot]) -> None:
-    """Refuse a command that does not give the profile a document holding parallel keys the launch always sets
-    (TensorRT-LLM's --extra_llm_api_options file: enable_attention_dp, moe_expert_parallel_size): without it the
-    keys are the engine's defaults, which the profile does not record. One line naming the file and its keys."""
+    """Refuse a command that names a document holding parallel keys the launch sets but whose text is not at hand,
+    or that gives none where the launch always sets a parallel key the profile records no default for (without
+    the document the keys are the engine's defaults). One line naming the file and its keys."""
     spec = fw.launch
     for name, d in (spec.documents.items() if spec else ()):
         keys = [a.key for a in spec.args if a.doc == name and ("doc", name, a.key or "") in parallel]
+        if name not in user.unread:  # none given: the keys left out are the engine's defaults where recorded
+            keys = [a.key for a in spec.args if a.doc == name and a.key in keys and a.default is None]
         always = [a.key for a in spec.args if a.doc == name and a.when == "true" and a.key in keys]
         if name in user.documents or not keys or (name not in user.unread and (not always or d.when != "true")):
             continue

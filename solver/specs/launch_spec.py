@@ -130,8 +130,10 @@ class LaunchArg(BaseModel):
                               "prices the budget it renders (FrameworkProfile.step_budget_rule)")
     unsourced: str | None = Field(None, description="why the spelling has no source read here (neither engines.md "
                                   "nor an engine wheel): the launch prints it as a note beside the command")
-    default: int | None = Field(None, description="the engine's value when the flag is absent (its source's "
-                                "default): a value equal to it is left out of the command")
+    default: int | str | None = Field(None, description="the engine's value when the flag or document key is absent "
+                                      "(its source's default): a number, or an expression of the configuration "
+                                      "(an engine that derives the key from others: TensorRT-LLM's MoE TP is TP "
+                                      "over the EP size); a value equal to it is left out of the command")
 
     def env_parsed(self, value: str) -> str:
         """An env switch's value as the engine compares it with env_on / env_off: lower-cased, stripped first
@@ -140,6 +142,7 @@ class LaunchArg(BaseModel):
 
     _when: Expr = PrivateAttr()
     _value: Expr | None = PrivateAttr(None)
+    _default: Expr | None = PrivateAttr(None)
 
     @field_validator("value", mode="before")
     @classmethod
@@ -173,8 +176,10 @@ class LaunchArg(BaseModel):
             raise ValueError("env_strip needs env_on (the values the engine parses as on)")
         if self.env_off is not None and self.env_on is None:
             raise ValueError("env_off needs env_on (the values the engine parses as on)")
-        if self.default is not None and (self.value is None or self.flag is None or self.doc or self.env):
-            raise ValueError("default needs a flag with a value (an argv flag the engine reads a default for)")
+        if self.default is not None and (self.value is None or self.env or (self.flag is None and self.doc is None)):
+            raise ValueError("default needs a flag or document key with a value (one the engine reads a default for)")
+        if isinstance(self.default, str):
+            self._default = launch_expr("default", self.default, condition=False)
         if self.step_budget:
             # the estimate evaluates it at every workload, with no knob or launch figure beside these names
             if self.value is None or self.when != "true":
@@ -189,10 +194,16 @@ class LaunchArg(BaseModel):
         """Read the profile's group names as its products of knobs (FrameworkProfile.group_products)."""
         self._when = compile_expr(self.when, products)
         self._value = compile_expr(self.value, products) if self.value is not None else None
+        self._default = compile_expr(self.default, products) if isinstance(self.default, str) else None
 
     @property
     def when_expr(self) -> Expr:
         return self._when
+
+    def default_value(self, names: Mapping[str, Any]) -> Any:
+        """The engine's value where the command leaves this argument out, in `names` (the launch's or a
+        configuration's rule names); None where no default is recorded."""
+        return self._default.evaluate(names) if self._default is not None else self.default
 
     @property
     def value_expr(self) -> Expr | None:
