@@ -1,0 +1,28 @@
+"""Stop 51's fuzz findings, one test per rule: what benchmarks/fuzz.py (seeds 927-930, the group "new" of
+tests/fuzz_cases.py: KV offload flags, partition variables, env switches, tower flags, ATOM dtypes, model aliases,
+AMD devices) found on the stop's merged inputs, fixed at their home."""
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from solver.cli.main import main
+
+WORKLOAD = ["--isl", "1024", "--osl", "128", "--concurrency", "8"]
+ATOM = "python -m atom.entrypoints.openai_server --model Qwen/Qwen3-8B -tp 1"
+
+
+def _check(command: str, hardware: str = "h100_sxm") -> tuple[int, str]:
+    r = CliRunner().invoke(main, ["check", "--command", command, "--hardware", hardware, *WORKLOAD])
+    return r.exit_code, r.output
+
+
+@pytest.mark.parametrize("command", [f"{ATOM} --kv_cache_dtype", f"{ATOM} --kv_cache_dtype --max-num-seqs 8",
+                                     "python -m atom.entrypoints.openai_server --model Qwen/Qwen3-8B -tp"])
+def test_a_valued_flag_given_no_value_is_refused_where_the_parser_is_not_recorded(command: str) -> None:
+    """A flag the profile prints with a value, pasted bare (last, or before another flag), is refused as a recorded
+    parser's is (argparse takes no value there): it was read as the value `true` ("--kv_cache_dtype: true, none of
+    the values atom's profile spells", "-tp true: no configuration atom admits")."""
+    code, out = _check(command, "mi355x")
+    assert code == 2, out
+    assert "takes a value, given none" in out and "true" not in out
