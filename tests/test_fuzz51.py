@@ -26,3 +26,15 @@ def test_a_valued_flag_given_no_value_is_refused_where_the_parser_is_not_recorde
     code, out = _check(command, "mi355x")
     assert code == 2, out
     assert "takes a value, given none" in out and "true" not in out
+
+
+@pytest.mark.parametrize("command,flag", [
+    ("vllm serve Qwen/Qwen3-8B -tp 2 --mm-encoder-tp-mode data", "--mm-encoder-tp-mode data"),
+    ("python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp-size 2 --mm-enable-dp-encoder",
+     "--mm-enable-dp-encoder")])
+def test_a_tower_flag_on_a_text_only_model_is_noted_as_placing_nothing(command: str, flag: str) -> None:
+    """A tower flag (FrameworkProfile.tower_flags) on a model without a vision or audio tower is read (so not
+    listed as unread) and was then said nowhere: now a note says it places nothing."""
+    code, out = _check(command)
+    assert code == 0, out
+    assert f"{flag}: Qwen3-8B has no vision or audio tower: the flag places nothing" in " ".join(out.split())

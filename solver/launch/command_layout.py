@@ -57,14 +57,20 @@ def command_towers(fw: Any, given: dict, model: Any) -> tuple[str, str, tuple[st
 def unread_tower_flags(fw: Any, given: dict, model: Any) -> list[str]:
     """A note for each tower flag the command gives that `model`'s wrapper does not read (TowerFlag.model_types):
     the tower stays where the engine's layout places it, and what the engine does with the flag
-    (TowerFlag.unread: vLLM warns and falls back to --mm-encoder-tp-mode weights)."""
+    (TowerFlag.unread: vLLM warns and falls back to --mm-encoder-tp-mode weights); on a model without a tower, a
+    note that it places nothing (the flag is read, so not listed as unread, and the estimate holds no tower)."""
     out = []
     for tf in fw.tower_flags:
         value = given.get(("flag", tf.flag))
-        wrappers = sorted({e.wrapper for e in model.encoders if not tf.reads(e.wrapper)})
-        if value is None or not wrappers:
+        if value is None:
             continue
         said = f"{tf.flag}{'' if tf.value is None and not tf.zero_limits else f' {value}'}"
+        if not model.encoders:
+            out.append(f"{said}: {model.name} has no vision or audio tower: the flag places nothing")
+            continue
+        wrappers = sorted({e.wrapper for e in model.encoders if not tf.reads(e.wrapper)})
+        if not wrappers:
+            continue
         does = tf.unread or f"{fw.name} ignores it"
         out.append(f"{said}: the {'/'.join(wrappers)} wrapper does not read it ({does}): its tower priced as the "
                    "engine's layout places it")
