@@ -38,3 +38,31 @@ def test_a_tower_flag_on_a_text_only_model_is_noted_as_placing_nothing(command: 
     code, out = _check(command)
     assert code == 0, out
     assert f"{flag}: Qwen3-8B has no vision or audio tower: the flag places nothing" in " ".join(out.split())
+
+
+@pytest.mark.parametrize("command,builds", [
+    ("python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --hicache-ratio 2", False),
+    ("python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --hicache-size 4", False),
+    ("python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --enable-hicache --hicache-ratio 2", True),
+    ("python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --enable-hierarchical-cache", True),
+    ("vllm serve Qwen/Qwen3-8B --kv-offloading-backend lmcache", False),
+    ("vllm serve Qwen/Qwen3-8B --kv-offloading-size 8 --kv-offloading-backend native", True)])
+def test_kv_offload_is_noted_only_where_a_flag_that_builds_the_tier_is_given(command: str, builds: bool) -> None:
+    """A sizing flag alone builds no host tier (SGLang builds it under --enable-hierarchical-cache, kv_cache_builder
+    .py:456-460; vLLM only where --kv-offloading-size is set, config/vllm.py:1078-1080): it was noted as "KV offload
+    to host memory" (profile kv_offload.built_by)."""
+    code, out = _check(command)
+    text = " ".join(out.split())
+    assert code == 0, out
+    assert ("KV offload to host memory" in text) is builds
+    assert ("no KV offload:" in text) is not builds
+
+
+def test_kv_offload_built_by_names_its_own_flags() -> None:
+    """kv_offload.built_by lists some of kv_offload.flags (a flag outside them is a profile error)."""
+    from pydantic import ValidationError
+
+    from solver.specs.profile_facts import KVOffload
+
+    with pytest.raises(ValidationError, match="built_by"):
+        KVOffload(flags=["--a"], size="GiB", built_by=["--b"], holds="prefix", source="x")

@@ -114,8 +114,8 @@ def command_offload(fw: Any, given: dict) -> str | None:
     """The note on the KV offload flags a command gives (FrameworkProfile.kv_offload), as written: the host tier
     they size holds prefix blocks for reuse, not the running batch's KV, so the device memory, the batch that
     fits and the closed loop the estimate runs (no prefix reused) are as without it. None: the command gives
-    none of them. Flags that only size the tier (KVOffload.on names the ones that build it) are noted as building
-    none."""
+    none of them. Flags that only size the tier, without one that builds it (KVOffload.built_by), are noted as
+    building none."""
     ko = fw.kv_offload
     if ko is None:
         return None
@@ -123,9 +123,9 @@ def command_offload(fw: Any, given: dict) -> str | None:
             if (v := given.get(("flag", f))) is not None]
     if not said:
         return None
-    if ko.on is not None and not any(given.get(("flag", f)) is not None for f in ko.on):
-        return (f"{', '.join(said)}: no KV offload: {' or '.join(ko.on)}, which turns it on, is not given, so "
-                "these flags size a host tier the engine does not build")
+    if ko.built_by is not None and not any(given.get(("flag", f)) is not None for f in ko.built_by):
+        return (f"{', '.join(said)}: no KV offload: {' or '.join(ko.built_by)}, which builds the host tier, is not "
+                "given, so these flags size a tier the engine does not build")
     return (f"{', '.join(said)}: KV offload to host memory ({ko.size}); it holds prefix blocks for reuse, loaded "
             "back on a prefix hit, not the running batch's KV, so the device memory and the batch that fits are "
             "as without it, and this estimate's closed loop reuses no prefix: not priced; nor is the host memory it "

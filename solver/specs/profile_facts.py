@@ -319,18 +319,19 @@ class KVOffload(BaseModel):
                              "names)")
     size: str = Field(min_length=1, description="what the sizing flag gives, in the engine's terms: the host "
                       "memory the tier takes (GiB over the engine's ranks, a ratio to the device pool, ...)")
-    on: list[str] | None = Field(None, description="those of `flags` that turn the tier on, any one of them (SGLang's "
-                                 "--enable-hierarchical-cache, vLLM's --kv-offloading-size): the others only size "
-                                 "or place a tier one of these builds. None: any of `flags` turns it on")
+    built_by: list[str] | None = Field(None, description="those of `flags` that build the tier, any one of them "
+                                       "(SGLang's --enable-hierarchical-cache, vLLM's --kv-offloading-size): the "
+                                       "others only size or place a tier one of these builds. None: any of `flags` "
+                                       "builds it")
     holds: Literal["prefix"] = Field(description="prefix: blocks for prefix reuse (evicted or computed), loaded "
                                      "back on a hit; the running batch's KV is not moved to host")
     source: str = Field(min_length=1, description="the engine source file:line")
 
     @model_validator(mode="after")
     def _on_among_flags(self) -> "KVOffload":
-        stray = [f for f in self.on or () if f not in self.flags]
-        if stray or self.on == []:
-            raise ValueError(f"kv_offload.on: {', '.join(stray) or 'empty'}: give some of kv_offload.flags")
+        stray = [f for f in self.built_by or () if f not in self.flags]
+        if stray or self.built_by == []:
+            raise ValueError(f"kv_offload.built_by: {', '.join(stray) or 'empty'}: give some of kv_offload.flags")
         return self
 
 
