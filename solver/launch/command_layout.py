@@ -84,12 +84,13 @@ def command_split(fw: Any, given: dict, pp: int, model: Any) -> tuple[list[int],
     where it runs the balanced one or the profile says neither."""
     from solver.specs.model_rules import stage_sizes, stage_split
 
-    if pp <= 1:
-        return None
     total = len(model.layers) // model.stage_unit
     arg = next((a for a in (fw.launch.args if fw.launch else ()) if a.text == "{pp_layer_partition}"), None)
     slot = slot_of(fw, arg) if arg is not None else None
     value = given.get(slot) if slot is not None else None
+    one_stage = fw.pp_default_split.one_stage if fw.pp_default_split is not None else "ignored"
+    if pp <= 1 and (value is None or one_stage == "ignored"):
+        return None  # one stage: the engine checks a partition variable there (PPSplit.one_stage) or drops it
     if value is not None:
         said = f"{slot_name(slot, fw)}={value}"  # type: ignore[arg-type]
         try:

@@ -303,6 +303,10 @@ class PPSplit(BaseModel):
     remainder: Literal["first", "last", "before_last"] = Field(description="first: the first stages; last: the "
                                                                 "last ones; before_last: from the second-last "
                                                                 "stage backward (the last holds the final norm)")
+    one_stage: Literal["checked", "ignored"] = Field(
+        "ignored", description="what the engine does with its partition variable without pipeline parallelism: "
+        "checked, as at any stage count (one count, the model's layers: vLLM's make_layers splits at any PP size); "
+        "ignored (SGLang drops it at pp_size 1)")
     source: str = Field(min_length=1, description="the engine source file:line")
 
 
