@@ -66,3 +66,19 @@ def test_kv_offload_built_by_names_its_own_flags() -> None:
 
     with pytest.raises(ValidationError, match="built_by"):
         KVOffload(flags=["--a"], size="GiB", built_by=["--b"], holds="prefix", source="x")
+
+
+@pytest.mark.parametrize("command,refused", [
+    ("VLLM_PP_LAYER_PARTITION=18,18 vllm serve Qwen/Qwen3-8B -tp 1", True),
+    ("VLLM_PP_LAYER_PARTITION=0 vllm serve Qwen/Qwen3-8B -tp 1", True),
+    ("VLLM_PP_LAYER_PARTITION=36 vllm serve Qwen/Qwen3-8B -tp 1", False),
+    ("SGLANG_PP_LAYER_PARTITION=18,18 python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B", False)])
+def test_a_partition_variable_without_pipeline_parallelism_is_checked_where_the_engine_checks_it(
+        command: str, refused: bool) -> None:
+    """vLLM splits layers with get_pp_indices at any PP size (make_layers), so VLLM_PP_LAYER_PARTITION=18,18 at
+    pp 1 stops it (2 counts for 1 stage); SGLang drops its variable at pp_size 1 (profile pp_default_split.one_stage).
+    The vLLM command was accepted."""
+    code, out = _check(command)
+    assert code == (2 if refused else 0), out
+    if refused:
+        assert "the engine refuses it" in out
