@@ -139,7 +139,8 @@ def main() -> None:
                     "afd_estimate, afd_launch, vllm_wide_solve, vllm_wide_launch, multinode_launch, command_check, "
                     "pp_stage, repeats, spelt_numbers, device_file, unmet, draft_command, long_command, "
                     "draft_deployment, workers, dsa_pool_command, quant_beside, kv_engine, workers_elsewhere, "
-                    "ngram_length, deployment_field, ...)")
+                    "ngram_length, deployment_field, offload_command, partition_env, env_switch, tower_text, atom_dtype, "
+                    "model_alias, amd_engine, ...)")
     args = ap.parse_args()
     folder = Path(args.fixtures) if args.fixtures else Path(tempfile.mkdtemp(prefix="shardplan-fuzz-"))
     fx = fc.build_fixtures(folder)

@@ -2658,6 +2658,228 @@ def deployment_field_cases(draw, fx: Fixtures) -> Case:
     return b.case()
 
 
+# ------------------------------------------------------------- stop 51: offload, partitions, switches, AMD, aliases
+
+QWEN3_LAYERS = 36  # Qwen/Qwen3-8B's num_hidden_layers (models/Qwen--Qwen3-8B.json)
+CHECK_WORKLOAD = ["--isl", "1024", "--osl", "128", "--concurrency", "8"]
+# vLLM's --kv-offloading-size (a float GiB, config/cache.py:407) as pasted: (value, label). 0 stops vLLM (spec.py
+# :100-103, cpu_bytes_to_use falsy), nan and inf too (int() at spec.py:122), a negative one sizes no tier: the check
+# reads the flag and notes it without judging its size, so those are "any" (the run's findings say why)
+VLLM_OFFLOAD_SIZES = [("8", "valid"), ("0.5", "valid"), ("1e3", "valid"), ("0", "any"), ("-4", "any"),
+                      ("nan", "any"), ("inf", "any"), ("abc", "invalid"), ("8GiB", "invalid")]
+# SGLang's --hicache-ratio (float) and --hicache-size (int GB; 0 = use the ratio), memory.py:109-116
+SGLANG_HICACHE = [("--hicache-ratio", "2", "valid"), ("--hicache-ratio", "0.5", "valid"),
+                  ("--hicache-ratio", "0", "any"), ("--hicache-ratio", "-1", "any"), ("--hicache-ratio", "abc", "invalid"),
+                  ("--hicache-size", "4", "valid"), ("--hicache-size", "0", "valid"), ("--hicache-size", "-3", "any"),
+                  ("--hicache-size", "1.5", "invalid"), ("--hicache-size", "x", "invalid")]
+
+
+@st.composite
+def offload_command_cases(draw) -> Case:
+    """`check --command` with the engine's KV offload flags (profile kv_offload): with or without the flag that
+    builds the tier (kv_offload.built_by), sizes of the wrong type refused by the parser (vLLM's float, SGLang's
+    float ratio and int size), a backend outside vLLM's choices refused; read and noted, not priced."""
+    b = _Builder("check", draw)
+    engine = draw(st.sampled_from(["vllm", "sglang"]))
+    extra: list[str] = []
+    if engine == "vllm":
+        prog = "vllm serve Qwen/Qwen3-8B -tp 1"
+        if draw(st.floats(0, 1)) < 0.8:
+            size, label = draw(st.sampled_from(VLLM_OFFLOAD_SIZES))
+            extra.append(f"--kv-offloading-size {size}")
+            b.add([], label, f"--kv-offloading-size {size}")
+        if draw(st.booleans()):
+            backend = draw(st.sampled_from(["native", "lmcache", "lmcache", "disk"]))
+            extra.append(f"--kv-offloading-backend {backend}")
+            b.add([], "invalid" if backend == "disk" else "valid", f"--kv-offloading-backend {backend}")
+    else:
+        prog = "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp-size 1"
+        switch = draw(st.sampled_from([None, "--enable-hierarchical-cache", "--enable-hicache"]))
+        if switch:
+            extra.append(switch)
+        for flag, value, label in draw(st.lists(st.sampled_from(SGLANG_HICACHE), min_size=0 if switch else 1,
+                                                max_size=2, unique_by=lambda t: t[0])):
+            extra.append(f"{flag} {value}")
+            b.add([], label, f"{flag} {value}")
+    extra = draw(st.permutations(extra))
+    b.add(["--command", " ".join([prog, *extra]), "--hardware", draw(st.sampled_from(["h100_sxm", "mi300x"])),
+           *CHECK_WORKLOAD], "valid", f"{engine} offload: {' '.join(extra)}")
+    return b.case()
+
+
+def _partition_label(value: str, pp: int, engine: str) -> tuple[str, str]:
+    """How the engine reads a partition variable (vLLM 0.34.0 distributed/utils.py:228-239, at any PP size through
+    make_layers; sglang 0.5.23 srt/distributed/utils.py:118-137, dropped at pp_size 1, no check of a negative
+    count): (label, why)."""
+    if engine == "sglang" and pp == 1:
+        return "valid", "SGLang drops its partition at pp 1"
+    try:
+        counts = [int(n) for n in value.split(",")]  # int() takes " 18" and "+18", as the engines' parsers do
+    except ValueError:
+        return "invalid", f"{value!r} not a list of counts"
+    if len(counts) != pp:
+        return "invalid", f"{len(counts)} counts for pp {pp}"
+    if sum(counts) != QWEN3_LAYERS:
+        return "invalid", f"{sum(counts)} layers, not {QWEN3_LAYERS}"
+    if any(n < 0 for n in counts):  # vLLM refuses; SGLang builds a stage from layer -1 (refused here: "any")
+        return ("invalid" if engine == "vllm" else "any"), "a negative count"
+    return "valid", f"{value!r} over pp {pp}"
+
+
+PARTITIONS = ["18,18", "20,16", "0,36", "36,0", "-2,38", "18,17", "12,12,12", "36", "12,12,12,0", " 18,18 ", "18, 18",
+              "+18,18", "18,,18", "a,b", "", "18;18", "1e1,26", "18.0,18", "12,12,12", "0,0,36", "10,14,12"]
+
+
+@st.composite
+def partition_env_cases(draw) -> Case:
+    """`check --command` with VLLM_PP_LAYER_PARTITION / SGLANG_PP_LAYER_PARTITION over pp 1, 2, 3 for Qwen3-8B's 36
+    layers: zeros, negatives, wrong counts, wrong sums, spaces (quoted: int() strips them; unquoted: the shell splits
+    the value off), junk; the engine's check (or, SGLang at pp 1, its dropping the variable) decides."""
+    b = _Builder("check", draw)
+    engine = draw(st.sampled_from(["vllm", "sglang"]))
+    pp = draw(st.sampled_from([1, 2, 2, 3]))
+    value = draw(st.sampled_from(PARTITIONS))
+    quoted = draw(st.booleans()) or value == ""
+    var = "VLLM_PP_LAYER_PARTITION" if engine == "vllm" else "SGLANG_PP_LAYER_PARTITION"
+    prog = (f"vllm serve Qwen/Qwen3-8B -tp 1 -pp {pp}" if engine == "vllm" else
+            f"python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp-size 1 --pp-size {pp}")
+    # unquoted, `VAR=18, 18 prog` sets VAR to "18," and leaves `18` before the program (read as a wrapper's word)
+    label, why = _partition_label(value if quoted else value.strip().split(" ")[0], pp, engine)
+    text = f"{var}={_quote(value) if quoted else value.strip()} {prog}"
+    b.add(["--command", text, "--hardware", "h100_sxm", *CHECK_WORKLOAD], label, why)
+    return b.case()
+
+
+# odd spellings of the past-context switches: vLLM strips and lower-cases (envs.py:1177-1180: on = 1 / true),
+# SGLang lower-cases without stripping (environ.py:143-150 EnvBool: true / 1 / yes / y on, an unparsed value warns
+# and falls back to the default, off)
+ODD_SWITCH_VALUES = [" 1 ", " true", "True", "TRUE ", "1.0", "01", "on", "", "y", "Y", " yes", "yes", "tRuE", "2"]
+
+
+def _switch_on(engine: str, value: str) -> bool:
+    if engine == "vllm":
+        return value.strip().lower() in ("1", "true")
+    return value.lower() in ("true", "1", "yes", "y")
+
+
+@st.composite
+def env_switch_cases(draw) -> Case:
+    """`check --command` past Qwen3-8B's 40,960 context with the engine's allow-longer switch spelt oddly: started
+    (valid) only where the engine reads the value as on, else refused; within the context any value is valid."""
+    b = _Builder("check", draw)
+    engine = draw(st.sampled_from(["vllm", "sglang"]))
+    value = draw(st.sampled_from(ODD_SWITCH_VALUES))
+    length = draw(st.sampled_from(["65536", "32768"]))
+    var, prog, flag = (("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "vllm serve Qwen/Qwen3-8B -tp 1", "--max-model-len")
+                       if engine == "vllm" else
+                       ("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN",
+                        "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp-size 1", "--context-length"))
+    past = int(length) > 40960
+    on = _switch_on(engine, value)
+    b.add(["--command", f"{var}={_quote(value)} {prog} {flag} {length}", "--hardware", "h200_sxm", "--isl", "2048",
+           "--osl", "512", "--concurrency", "4"], "valid" if on or not past else "invalid",
+          f"{var}={value!r} ({'on' if on else 'off'}), {flag} {length}")
+    return b.case()
+
+
+# tower flags on a text-only model (Qwen3-8B) and a vision one (Qwen3-VL-30B-A3B): (engine, flag text, label)
+TOWER_TEXT = [("vllm", "--mm-encoder-tp-mode data", "valid"), ("vllm", "--mm-encoder-tp-mode weights", "valid"),
+              ("vllm", "--mm-encoder-tp-mode=data", "valid"), ("vllm", "--mm-encoder-tp-mode DATA", "invalid"),
+              ("vllm", "--mm-encoder-tp-mode bogus", "invalid"), ("vllm", "--mm-encoder-tp-mode", "invalid"),
+              ("vllm", "--language-model-only", "valid"), ("vllm", "--limit-mm-per-prompt '{\"image\": 0}'", "valid"),
+              ("vllm", "--limit-mm-per-prompt '{\"image\": '", "invalid"),
+              ("sglang", "--mm-enable-dp-encoder", "valid"), ("sglang", "--no-mm-enable-dp-encoder", "valid"),
+              ("sglang", "--mm-enable-dp-encoder true", "invalid")]
+
+
+@st.composite
+def tower_text_cases(draw) -> Case:
+    """`check --command` with a tower flag (profile tower_flags) on a text-only model (noted: it places nothing) or
+    a vision model (its tower placed); a value outside the parser's choices, or one given a switch, is refused."""
+    b = _Builder("check", draw)
+    engine, flag, label = draw(st.sampled_from(TOWER_TEXT))
+    model = draw(st.sampled_from(["Qwen/Qwen3-8B", "Qwen/Qwen3-8B", "Qwen/Qwen3-VL-30B-A3B-Instruct"]))
+    tp = draw(st.sampled_from(["1", "2"]))
+    prog = (f"vllm serve {model} -tp {tp}" if engine == "vllm" else
+            f"python3 -m sglang.launch_server --model-path {model} --tp-size {tp}")
+    b.add(["--command", f"{prog} {flag}", "--hardware", "h100_sxm", *CHECK_WORKLOAD], label, f"{flag} on {model}")
+    return b.case()
+
+
+# ATOM's --kv_cache_dtype (engines.md: bf16 / fp8; its parser is not recorded here): a value the profile spells is
+# read, another is noted as not read (valid), a bare flag is refused
+ATOM_KV = [("fp8", "valid"), ("bf16", "valid"), ("FP8", "valid"), ("fp16", "valid"), ("int8", "valid"),
+           ("auto", "valid"), ("fp8_e4m3", "valid"), ("bfloat16", "valid"), (None, "invalid")]
+
+
+@st.composite
+def atom_dtype_cases(draw) -> Case:
+    """`check --command` of an ATOM server on MI300X / MI355X with --kv_cache_dtype spelt oddly (or given no value,
+    last or before another flag), maybe beside flags its profile does not print (--dtype, --quantization)."""
+    b = _Builder("check", draw)
+    value, label = draw(st.sampled_from(ATOM_KV))
+    model = draw(st.sampled_from(["Qwen/Qwen3-8B", "Qwen/Qwen3-30B-A3B"]))
+    # -tp always: the facts give no ATOM default for it, so a command without it is read as no configuration
+    parts = [f"--kv_cache_dtype {value}" if value is not None else "--kv_cache_dtype", "-tp 1"]
+    if draw(st.booleans()):
+        parts.append(draw(st.sampled_from(["--dtype float16", "--dtype fp8", "--quantization fp8"])))
+    parts = draw(st.permutations(parts))  # a flag after the bare one still leaves it no value
+    b.add(["--command", f"python -m atom.entrypoints.openai_server --model {model} {' '.join(parts)}", "--hardware",
+           draw(st.sampled_from(["mi300x", "mi355x"])), *CHECK_WORKLOAD], label,
+          f"ATOM --kv_cache_dtype {value!r}")
+    return b.case()
+
+
+# short model names: the catalog's aliases in any case and with underscores (valid), near misses (invalid: one
+# line naming the close names)
+ALIASES = [("qwen3.5-122b", "valid"), ("Qwen3.5-122B", "valid"), ("qwen3.5_122b", "valid"),
+           ("qwen3.5-122b-a10b", "valid"), ("QWEN3.5-122B-A10B", "valid"), ("qwen3.5-122", "invalid"),
+           ("qwen3.5-12b", "invalid"), ("qwen35-122b", "invalid"), ("qwen3.5-122bb", "invalid"),
+           ("qwen3.5 122b", "invalid"), ("qwen3.5-122b.json", "invalid"), ("", "invalid"), ("llama3.1-8b", "valid"),
+           ("llama-3.1-8B", "valid"), ("dsv3", "valid"), ("ds-v3", "invalid"), ("deepseekv3", "invalid")]
+
+
+@st.composite
+def model_alias_cases(draw) -> Case:
+    """`memory` / `estimate` / `inspect` with a short model name or a near miss."""
+    cmd = draw(st.sampled_from(["memory", "estimate", "inspect"]))
+    b = _Builder(cmd, draw)
+    name, label = draw(st.sampled_from(ALIASES))
+    b.add([name], label, f"model {name!r}")
+    if cmd != "inspect":
+        b.add(["--hardware", "h200_sxm", "--cards", "8"], "valid")
+        b.add(["--batch", "1", "--seq-len", "1024"] if cmd == "memory" else CHECK_WORKLOAD, "valid")
+    return b.case()
+
+
+AMD_ENGINES = [("generic", True), ("vllm", True), ("sglang", True), ("atom", True), ("trtllm", False),
+               ("vllm-ascend", False), ("cann-recipes", False)]
+
+
+@st.composite
+def amd_engine_cases(draw) -> Case:
+    """`estimate` / `solve` (slow) / `sweep` (slow) on MI300X or MI355X under every engine: the ROCm ones plan, the
+    others are refused in one line naming the engines for AMD devices."""
+    cmd = draw(st.sampled_from(["estimate", "estimate", "solve", "sweep"]))
+    b = _Builder(cmd, draw)
+    fw, runs = draw(st.sampled_from(AMD_ENGINES))
+    model = draw(st.sampled_from(["qwen3-30b-a3b", "llama-3.1-8b"]))
+    hw = draw(st.sampled_from(["mi300x", "mi355x"]))
+    cards = draw(st.sampled_from(["1", "8"]))
+    b.add([model, "--hardware", hw, "--cards", cards, "--isl", "1024", "--osl", "256"], "valid")
+    b.add(["--framework", fw], "valid" if runs else "invalid", f"{fw} on {hw}")
+    if cmd == "estimate":
+        # estimate prices the layout given, by default every card a replica: ATOM runs a dense model TP over all
+        # ranks (its rule C.dp_attention_moe_only), so 8 replicas of Llama-3.1-8B are refused there
+        b.add(["--concurrency", "8"], "invalid" if fw == "atom" and model == "llama-3.1-8b" and cards == "8"
+              else "valid", "ATOM's DP attention is for MoE models")
+    elif cmd == "solve":
+        b.add(["--max-concurrency", "16", "--time-limit", "2"], "valid")
+    else:
+        b.add(["--scenarios", "latency", "--max-concurrency", "16", "--time-limit", "2"], "valid")
+    return b.case(slow=cmd != "estimate")
+
+
 # A long run's cases by strategy group, in the order benchmarks/fuzz.py draws them: (group, share, seed offset,
 # batch share). Each group's cases are a prefix of what it drew when it was last "new" or the whole run: "old" in
 # batches of the whole run (its first 40% are the first 40% it drew at 70%), "s45" and "s46" (stop 45's and 46's) in
@@ -2667,10 +2889,13 @@ def deployment_field_cases(draw, fx: Fixtures) -> Case:
 # speculative commands by method and depth, past-context switches by value, deployment files' draft, worker counts,
 # SGLang DCP on a DSA pool; now "s49", its share cut from 0.2 to 0.1) and "new" (stop 50's: a folder's
 # hf_quant_config.json, --kv-dtype spelled oddly per engine, worker counts without two pools, pasted model lengths
-# with a lookup draft, a deployment file with one field wrong) after them; "old" cut from 0.3 to 0.25 and "s47" from
-# 0.15 to 0.1, their batches as before (each still a prefix of what it drew).
-GROUPS = (("old", 0.25, 0, 1.0), ("s45", 0.1, 500, 0.3), ("s46", 0.1, 700, 0.3), ("s47", 0.1, 900, 0.3),
-          ("s48", 0.15, 1100, 0.2), ("s49", 0.1, 1300, 0.2), ("new", 0.2, 1500, 0.2))
+# with a lookup draft, a deployment file with one field wrong; now "s50", its share cut from 0.2 to 0.1) and "new"
+# (stop 51's: KV offload flags per engine, partition variables over pp 1-3, past-context switches spelt oddly, tower
+# flags on text-only models, ATOM's --kv_cache_dtype, short model names and near misses, AMD devices under every
+# engine) after them; "old" cut from 0.3 to 0.25 to 0.2, "s47" from 0.15 to 0.1 and "s48" from 0.15 to 0.1, their
+# batches as before (each still a prefix of what it drew).
+GROUPS = (("old", 0.2, 0, 1.0), ("s45", 0.1, 500, 0.3), ("s46", 0.1, 700, 0.3), ("s47", 0.1, 900, 0.3),
+          ("s48", 0.1, 1100, 0.2), ("s49", 0.1, 1300, 0.2), ("s50", 0.1, 1500, 0.2), ("new", 0.2, 1700, 0.2))
 
 
 def cases(fx: Fixtures, fast: bool = False, only: str | None = None, group: str | None = None
@@ -2678,7 +2903,8 @@ def cases(fx: Fixtures, fast: bool = False, only: str | None = None, group: str 
     """Every subcommand; `fast` leaves out the valid solves, sweeps and recommends (seconds each); `only` draws
     from one strategy (its function's name without _cases: "family", "topology", ...); `group` "old" draws from
     the strategies earlier runs drew from (so a seed's cases stay as they were), "s45" / "s46" / "s47" / "s48" /
-    "s49" from stop 45's / 46's / 47's / 48's / 49's, "new" from the ones added since, None from all (GROUPS)."""
+    "s49" / "s50" from stop 45's / 46's / 47's / 48's / 49's / 50's, "new" from the ones added since, None from all
+    (GROUPS)."""
     strategies = {"catalog": catalog_cases(), "inspect": inspect_cases(fx), "memory": memory_cases(fx),
                   "estimate": estimate_cases(fx), "solve": solve_cases(fx), "check": check_cases(fx),
                   "launch": launch_cases(fx), "sweep": sweep_cases(fx), "recommend": recommend_cases(fx),
@@ -2698,13 +2924,16 @@ def cases(fx: Fixtures, fast: bool = False, only: str | None = None, group: str 
     s49 = {"draft_command": draft_command_cases(), "long_command": long_command_cases(),
            "draft_deployment": draft_deployment_cases(fx), "workers": workers_cases(),
            "dsa_pool_command": dsa_pool_command_cases()}
-    new = {"quant_beside": quant_beside_cases(fx), "kv_engine": kv_engine_cases(),
+    s50 = {"quant_beside": quant_beside_cases(fx), "kv_engine": kv_engine_cases(),
            "workers_elsewhere": workers_elsewhere_cases(), "ngram_length": ngram_length_cases(),
            "deployment_field": deployment_field_cases(fx)}
-    strategies_all = {**strategies, **s45, **s46, **s47, **s48, **s49, **new}
+    new = {"offload_command": offload_command_cases(), "partition_env": partition_env_cases(),
+           "env_switch": env_switch_cases(), "tower_text": tower_text_cases(), "atom_dtype": atom_dtype_cases(),
+           "model_alias": model_alias_cases(), "amd_engine": amd_engine_cases()}
+    strategies_all = {**strategies, **s45, **s46, **s47, **s48, **s49, **s50, **new}
     if only is not None and only not in strategies_all:
         raise ValueError(f"unknown strategy {only!r} (known: {', '.join(strategies_all)})")
-    pools = {"old": strategies, "s45": s45, "s46": s46, "s47": s47, "s48": s48, "s49": s49, "new": new,
+    pools = {"old": strategies, "s45": s45, "s46": s46, "s47": s47, "s48": s48, "s49": s49, "s50": s50, "new": new,
              None: strategies_all}
     s = strategies_all[only] if only else st.one_of(*pools[group].values())
     return s.filter(lambda c: not c.slow) if fast else s

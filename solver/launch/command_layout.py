@@ -57,14 +57,20 @@ def command_towers(fw: Any, given: dict, model: Any) -> tuple[str, str, tuple[st
 def unread_tower_flags(fw: Any, given: dict, model: Any) -> list[str]:
     """A note for each tower flag the command gives that `model`'s wrapper does not read (TowerFlag.model_types):
     the tower stays where the engine's layout places it, and what the engine does with the flag
-    (TowerFlag.unread: vLLM warns and falls back to --mm-encoder-tp-mode weights)."""
+    (TowerFlag.unread: vLLM warns and falls back to --mm-encoder-tp-mode weights); on a model without a tower, a
+    note that it places nothing (the flag is read, so not listed as unread, and the estimate holds no tower)."""
     out = []
     for tf in fw.tower_flags:
         value = given.get(("flag", tf.flag))
-        wrappers = sorted({e.wrapper for e in model.encoders if not tf.reads(e.wrapper)})
-        if value is None or not wrappers:
+        if value is None:
             continue
         said = f"{tf.flag}{'' if tf.value is None and not tf.zero_limits else f' {value}'}"
+        if not model.encoders:
+            out.append(f"{said}: {model.name} has no vision or audio tower: the flag places nothing")
+            continue
+        wrappers = sorted({e.wrapper for e in model.encoders if not tf.reads(e.wrapper)})
+        if not wrappers:
+            continue
         does = tf.unread or f"{fw.name} ignores it"
         out.append(f"{said}: the {'/'.join(wrappers)} wrapper does not read it ({does}): its tower priced as the "
                    "engine's layout places it")
@@ -78,12 +84,13 @@ def command_split(fw: Any, given: dict, pp: int, model: Any) -> tuple[list[int],
     where it runs the balanced one or the profile says neither."""
     from solver.specs.model_rules import stage_sizes, stage_split
 
-    if pp <= 1:
-        return None
     total = len(model.layers) // model.stage_unit
     arg = next((a for a in (fw.launch.args if fw.launch else ()) if a.text == "{pp_layer_partition}"), None)
     slot = slot_of(fw, arg) if arg is not None else None
     value = given.get(slot) if slot is not None else None
+    one_stage = fw.pp_default_split.one_stage if fw.pp_default_split is not None else "ignored"
+    if pp <= 1 and (value is None or one_stage == "ignored"):
+        return None  # one stage: the engine checks a partition variable there (PPSplit.one_stage) or drops it
     if value is not None:
         said = f"{slot_name(slot, fw)}={value}"  # type: ignore[arg-type]
         try:
@@ -108,7 +115,8 @@ def command_offload(fw: Any, given: dict) -> str | None:
     """The note on the KV offload flags a command gives (FrameworkProfile.kv_offload), as written: the host tier
     they size holds prefix blocks for reuse, not the running batch's KV, so the device memory, the batch that
     fits and the closed loop the estimate runs (no prefix reused) are as without it. None: the command gives
-    none of them."""
+    none of them. Flags that only size the tier, without one that builds it (KVOffload.built_by), are noted as
+    building none."""
     ko = fw.kv_offload
     if ko is None:
         return None
@@ -116,15 +124,19 @@ def command_offload(fw: Any, given: dict) -> str | None:
             if (v := given.get(("flag", f))) is not None]
     if not said:
         return None
+    if ko.built_by is not None and not any(given.get(("flag", f)) is not None for f in ko.built_by):
+        return (f"{', '.join(said)}: no KV offload: {' or '.join(ko.built_by)}, which builds the host tier, is not "
+                "given, so these flags size a tier the engine does not build")
     need = ko.needs_env
-    backend = given.get(("flag", need.backend_flag)) if need is not None and need.backend_flag else None
-    needed = need is not None and (not need.backends or (backend or need.backends[0]) in need.backends)
-    if needed and given.get(("env", need.name), "").strip() not in need.reads_on:  # type: ignore[union-attr]
-        set_to = given.get(("env", need.name))  # type: ignore[union-attr]
-        now = (f"sets {need.name}={set_to}, which {fw.name} does not read as on ({', '.join(need.reads_on)})"  # type: ignore[union-attr]
-               if set_to is not None else f"leaves {need.name} unset")  # type: ignore[union-attr]
-        raise InputError("--command", f"{', '.join(said)}: the command {now}: {need.why}, so {fw.name} refuses "  # type: ignore[union-attr]
-                                      f"to start; set {need.name}={need.reads_on[0]}")  # type: ignore[union-attr]
+    if need is not None:
+        backend = given.get(("flag", need.backend_flag)) if need.backend_flag else None
+        needed = not need.backends or (backend or need.backends[0]) in need.backends
+        set_to = given.get(("env", need.name))
+        if needed and (set_to or "").strip() not in need.reads_on:
+            now = (f"sets {need.name}={set_to}, which {fw.name} does not read as on ({', '.join(need.reads_on)})"
+                   if set_to is not None else f"leaves {need.name} unset")
+            raise InputError("--command", f"{', '.join(said)}: the command {now}: {need.why}, so {fw.name} refuses "
+                                          f"to start; set {need.name}={need.reads_on[0]}")
     return (f"{', '.join(said)}: KV offload to host memory ({ko.size}); it holds prefix blocks for reuse, loaded "
             "back on a prefix hit, not the running batch's KV, so the device memory and the batch that fits are "
             "as without it, and this estimate's closed loop reuses no prefix: not priced; nor is the host memory it "

@@ -117,7 +117,8 @@ class ParsedArgv:
 
 def parse_argv(argv: list[str], switches: set[str], valued: set[str]) -> ParsedArgv:
     """Split `argv`: a flag in `switches` takes no value, one in `valued` takes the next token, any other takes the
-    next token unless that is a flag; `--flag=value` carries its own."""
+    next token unless that is a flag; `--flag=value` carries its own. A flag in `valued` with no token after it, or
+    a flag there, is refused as a recorded parser's is (engine_flags.argv_problems): argparse takes no value there."""
     out = ParsedArgv()
     i = 0
     while i < len(argv):
@@ -131,7 +132,12 @@ def parse_argv(argv: list[str], switches: set[str], valued: set[str]) -> ParsedA
             out.flags[flag] = inline
         elif flag in switches:
             out.flags[flag] = True
-        elif i < len(argv) and (flag in valued or not is_flag(argv[i])):
+        elif flag in valued:
+            if i == len(argv) or is_flag(argv[i]):
+                raise InputError("--command", f"{flag}: takes a value, given none")
+            out.flags[flag] = argv[i]
+            i += 1
+        elif i < len(argv) and not is_flag(argv[i]):
             out.flags[flag] = argv[i]
             i += 1
         else:

@@ -303,6 +303,10 @@ class PPSplit(BaseModel):
     remainder: Literal["first", "last", "before_last"] = Field(description="first: the first stages; last: the "
                                                                 "last ones; before_last: from the second-last "
                                                                 "stage backward (the last holds the final norm)")
+    one_stage: Literal["checked", "ignored"] = Field(
+        "ignored", description="what the engine does with its partition variable without pipeline parallelism: "
+        "checked, as at any stage count (one count, the model's layers: vLLM's make_layers splits at any PP size); "
+        "ignored (SGLang drops it at pp_size 1)")
     source: str = Field(min_length=1, description="the engine source file:line")
 
 
@@ -336,6 +340,10 @@ class KVOffload(BaseModel):
                              "names)")
     size: str = Field(min_length=1, description="what the sizing flag gives, in the engine's terms: the host "
                       "memory the tier takes (GiB over the engine's ranks, a ratio to the device pool, ...)")
+    built_by: list[str] | None = Field(None, description="those of `flags` that build the tier, any one of them "
+                                       "(SGLang's --enable-hierarchical-cache, vLLM's --kv-offloading-size): the "
+                                       "others only size or place a tier one of these builds. None: any of `flags` "
+                                       "builds it")
     holds: Literal["prefix"] = Field(description="prefix: blocks for prefix reuse (evicted or computed), loaded "
                                      "back on a hit; the running batch's KV is not moved to host")
     needs_env: OffloadEnv | None = Field(None, description="a variable the engine needs beside the flags, "
@@ -355,6 +363,13 @@ class SpeculativeRunningCap(BaseModel):
     except_methods: list[str] = Field(default_factory=list, description="methods (as draft_methods spells them) "
                                       "whose handler leaves the cap alone")
     source: str = Field(min_length=1, description="the engine source file:line")
+
+    @model_validator(mode="after")
+    def _on_among_flags(self) -> "KVOffload":
+        stray = [f for f in self.built_by or () if f not in self.flags]
+        if stray or self.built_by == []:
+            raise ValueError(f"kv_offload.built_by: {', '.join(stray) or 'empty'}: give some of kv_offload.flags")
+        return self
 
 
 class MoeChunk(BaseModel):
