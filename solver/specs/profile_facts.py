@@ -350,6 +350,13 @@ class KVOffload(BaseModel):
                                            "else it refuses to start (check --command refuses such a command)")
     source: str = Field(min_length=1, description="the engine source file:line")
 
+    @model_validator(mode="after")
+    def _on_among_flags(self) -> "KVOffload":
+        stray = [f for f in self.built_by or () if f not in self.flags]
+        if stray or self.built_by == []:
+            raise ValueError(f"kv_offload.built_by: {', '.join(stray) or 'empty'}: give some of kv_offload.flags")
+        return self
+
 
 class SpeculativeRunningCap(BaseModel):
     """The running-request cap the engine sets itself where a command names a speculative method and leaves its
@@ -363,13 +370,6 @@ class SpeculativeRunningCap(BaseModel):
     except_methods: list[str] = Field(default_factory=list, description="methods (as draft_methods spells them) "
                                       "whose handler leaves the cap alone")
     source: str = Field(min_length=1, description="the engine source file:line")
-
-    @model_validator(mode="after")
-    def _on_among_flags(self) -> "KVOffload":
-        stray = [f for f in self.built_by or () if f not in self.flags]
-        if stray or self.built_by == []:
-            raise ValueError(f"kv_offload.built_by: {', '.join(stray) or 'empty'}: give some of kv_offload.flags")
-        return self
 
 
 class MoeChunk(BaseModel):
