@@ -140,6 +140,8 @@ def _copies_note(model: str, hardware: str, cards: int, scenario: Scenario, fram
         return None
     placed = as_launched(hw, fw, cards)
     why = copies.triggers(cards, placed, fw, result.binding)
+    why += [r for r in copies.attention_held(load_model(model), lambda w: as_launched(hw, fw, w), fw, cards, scenario,
+                                             allow_cross_node, first.planned.config) if r not in why]
     if not why:
         return None
 

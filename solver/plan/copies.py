@@ -9,7 +9,13 @@ answer shows such a cause, so a solve without one pays nothing:
   `moe_ep_size`, `attn_dp_size`: specs/rule_env.rule_env derives the last two from `world`): EP that must divide
   the experts, an EPLB placement that holds only so many copies, MoE TP over the whole world. A smaller world
   meets such a rule with a different layout (EP256 without PP where 768 ranks need PP3 x EP256);
-- a world past the device's scale-up domain: copies that each fit in one domain leave the slower tier.
+- a world past the device's scale-up domain: copies that each fit in one domain leave the slower tier;
+- a world-bound rule that held #1's attention over the whole world, turning away #1's own pattern over a share
+  of it, which a copy runs (attention_held): an engine that runs attention DP only as copies (TensorRT-LLM on a
+  dense model: attention TP over the whole world), where the planner, whose tables never held the layout,
+  cannot name the rule as binding. Asked of the answer only: a
+  copy whose own world turns such a layout away still is not held to be bound, since its copies are more
+  copies of the same engine, which `recommend` weighs.
 
 The copies are the whole-node (or whole-part-of-a-node) divisors of W that the engine places as W's own ranks
 are placed; each size is planned as `solve --cards W/k` plans it (the same scenario, SLAs, engine and
@@ -23,10 +29,14 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from solver.errors import InfeasibleError
-from solver.space.domains import pp_fits_nodes
+from solver.plan.table_build import attention_tuples
+from solver.space.domains import build_space, pp_fits_nodes
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.knobs import DERIVED_NAMES
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig
+from solver.specs.scenario import Scenario
 
 # the names a rule reads that move with the world size: `world` and the sizes rule_env derives from it
 # (knobs.DERIVED: attn_dp_size = world // attn_tp_size, moe_ep_size = world // moe_tp_size)
@@ -53,6 +63,37 @@ def world_bound(binding: Sequence[str], fw: FrameworkProfile) -> list[str]:
     """The binding families that are the engine's rules reading the world size (WORLD_NAMES)."""
     rules = {r.id: r for r in fw.rules}
     return [b for b in binding if b in rules and rules[b].names & WORLD_NAMES]
+
+
+def attention_held(model: ModelSpec, hw_at: Callable[[int], Hardware], fw: FrameworkProfile, world: int,
+                   scenario: Scenario, allow_cross_node: bool, first: ParallelConfig) -> list[str]:
+    """The engine's world-bound rules (WORLD_NAMES) that held #1's attention over the whole world: they turned
+    away the layout of #1's own pattern over a share of it (its attention group W / k ranks, the same split
+    modes and stages), which a copy of W / k ranks runs (copy_sizes, largest first; `hw_at`: the device as the
+    engine places that many ranks). [] where #1's attention group is not the whole world's, no such rule turned
+    that layout away, or no copy runs it. A few rule checks per layout, no plan."""
+    group = first.attn_tp_size * first.cp_size * first.kvp_size * first.attn_sp_size
+    world_rules = frozenset(r.id for r in fw.rules if r.names & WORLD_NAMES)
+    if not world_rules or group * first.pp_size != world:
+        return []
+    hw = hw_at(world)
+    space = build_space(model, hw, fw, world, scenario, allow_cross_node=allow_cross_node)
+    rejected: dict[str, int] = {}
+    here = set(attention_tuples(space, model, fw, world, hw, scenario, rejected))
+    held = sorted(world_rules & rejected.keys())
+    if not held:
+        return []
+    # #1's pattern over a share of its group: the same split modes (TP, CP, KVP, SP > 1) and the same stages
+    modes = tuple(v > 1 for v in (first.attn_tp_size, first.cp_size, first.kvp_size, first.attn_sp_size))
+    freed = {t for t in set(attention_tuples(space, model, fw, world, hw, scenario, ignore=frozenset(held))) - here
+             if t[5] == first.pp_size and tuple(v > 1 for v in t[:4]) == modes and t[0] * t[1] * t[2] * t[3] < group}
+    for m in copy_sizes(world, hw) if freed else []:
+        hw_m = hw_at(m)
+        runs = attention_tuples(build_space(model, hw_m, fw, m, scenario, allow_cross_node=allow_cross_node),
+                                model, fw, m, hw_m, scenario)
+        if any(t[0] * t[1] * t[2] * t[3] * t[5] == m for t in freed & set(runs)):
+            return held
+    return []
 
 
 def copy_sizes(world: int, hw: Hardware) -> list[int]:
