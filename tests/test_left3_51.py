@@ -7,6 +7,7 @@ import json
 from click.testing import CliRunner
 
 from solver.cli.main import main
+from solver.specs.framework import load_framework
 
 VLLM_8B = "vllm serve meta-llama/Llama-3.1-8B-Instruct"
 
@@ -16,6 +17,27 @@ def _check(cmd: str, hardware: str, *extra: str) -> dict:
                                   "--osl", "128", "--format", "json", *extra])
     assert r.exit_code == 0, r.output
     return json.loads(r.stdout)
+
+
+def test_vllms_default_max_num_seqs_follows_the_device_tier() -> None:
+    """vLLM 0.34.0 get_batch_defaults (engine/arg_utils.py:3010-3041): `vllm serve` runs 1024 on a device of 70 GiB
+    or more but an A100, else 256; vllm-ascend (vLLM 0.23.0 under an NPU platform that reports no memory) 256."""
+    vllm, ascend = load_framework("vllm"), load_framework("vllm-ascend")
+    assert {h: vllm.running_cap_on(h) for h in ("h100_sxm", "h200_sxm", "b200_sxm", "mi355x", "a100_sxm", "l40s")} \
+        == {"h100_sxm": 1024, "h200_sxm": 1024, "b200_sxm": 1024, "mi355x": 1024, "a100_sxm": 256, "l40s": 256}
+    assert ascend.running_cap_on("atlas_a3") == 256
+    assert load_framework("sglang").running_cap_on("h100_sxm") is None  # memory sizes SGLang's
+
+
+def test_a_command_without_the_cap_flag_is_priced_at_the_engines_default_cap() -> None:
+    """`vllm serve` without --max-num-seqs at 2,048 in flight on an H100 runs 1,024 (the rest wait), exactly as
+    the command giving --max-num-seqs 1024 -- not 2,048 decoding together."""
+    left_out = _check(VLLM_8B, "h100_sxm", "--concurrency", "2048")
+    given = _check(VLLM_8B + " --max-num-seqs 1024", "h100_sxm", "--concurrency", "2048")
+    assert left_out["command"]["concurrency_cap"] == 1024
+    assert left_out["estimation"] == given["estimation"]
+    within = _check(VLLM_8B, "h100_sxm", "--concurrency", "1024")  # within the default: no cap read
+    assert "concurrency_cap" not in within["command"]
 
 
 def test_requests_waiting_for_a_slot_hold_no_kv() -> None:
