@@ -47,3 +47,22 @@ def test_requests_waiting_for_a_slot_hold_no_kv() -> None:
     running = _check(VLLM_8B + " --max-num-seqs 1024", "h100_sxm", "--concurrency", "1024")["estimation"]
     assert capped["memory_per_rank_gb"] == running["memory_per_rank_gb"]
     assert capped["memory_feasible"]
+
+
+def _recommend(*sla: str) -> tuple[int, str]:
+    r = CliRunner().invoke(main, ["recommend", "qwen3-8b", "--hardware", "h100_sxm", "--isl", "4096", "--osl", "256",
+                                  "--target-output-tokens-per-s", "2600", "--cards", "1..2", "--max-copies", "1", *sla])
+    return r.exit_code, r.output
+
+
+def test_recommends_looser_sla_names_the_binding_sla_and_a_value_its_rerun_meets() -> None:
+    """Every size falls short under TPOT <= 20 ms: the shortfall names the SLA that binds at the best size (2 cards)
+    and the least cap found at which it carries the load, and that cap, rerun, meets it (exit 0)."""
+    import re
+
+    code, out = _recommend("--tpot-ms", "20")
+    assert code == 1
+    m = re.search(r"--tpot-ms ([\d.]+) \(the TPOT SLA binds on 2 cards: at TPOT ([\d.]+) ms", " ".join(out.split()))
+    assert m is not None and m.group(1) == m.group(2), out
+    assert 20 < float(m.group(1)) < 41.9  # below the figure of the first row that carries it (concurrency 128)
+    assert _recommend("--tpot-ms", m.group(1))[0] == 0
