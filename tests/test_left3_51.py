@@ -66,3 +66,13 @@ def test_recommends_looser_sla_names_the_binding_sla_and_a_value_its_rerun_meets
     assert m is not None and m.group(1) == m.group(2), out
     assert 20 < float(m.group(1)) < 41.9  # below the figure of the first row that carries it (concurrency 128)
     assert _recommend("--tpot-ms", m.group(1))[0] == 0
+
+
+def test_the_edge_note_reads_another_candidates_edge_only_where_the_plan_has_none_at_it() -> None:
+    """solve's SLA-edge note reads the edge's power from the plan's edges, and from the first candidate's own move
+    only where the edge is not one of them: where the note's edge was another candidate's and the first had not
+    moved, the eager dict.get default raised an internal KeyError (exit 3; recommend's looser-SLA reruns met it)."""
+    r = CliRunner().invoke(main, ["solve", "qwen3.5-35b-a3b", "--hardware", "gb200", "--isl", "8192", "--osl", "1024",
+                                  "--framework", "vllm", "--cards", "8", "--serving", "disagg", "--tpot-ms", "40",
+                                  "--time-limit", "3"])
+    assert r.exit_code == 0, r.output
