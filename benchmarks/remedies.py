@@ -48,6 +48,8 @@ Remedy kinds (the text each is read from):
   more_cards      recommend "--cards N (C copies of N cards carry X output tokens/s: the planner found it there)":
                   --cards N -> exit 0
   more_copies     recommend "--max-copies N (N copies of W cards carry X output tokens/s)": --max-copies N -> exit 0
+  looser_sla      recommend "--tpot-ms V (the TPOT SLA binds on W cards: ...)" (and --ttft-ms, or both): the SLA
+                  flags set to the values -> exit 0
   max_batch       memory "max batch at S tokens: N" (N >= 1): --batch N -> the answer says it fits
 
     python benchmarks/remedies.py --cases 40 --seed 0
@@ -376,6 +378,11 @@ def trials(kind: str, argv: list[str], code: int, text: str) -> list[Trial]:
         out.append(_simple("more_cards", with_flag(argv, "--cards", number(m.group(1)))))
     for m in re.finditer(r"--max-copies ([\d,]+) \([\d,]+ copies of [\d,]+ cards? carry", text):
         out.append(_simple("more_copies", with_flag(argv, "--max-copies", number(m.group(1)))))
+    for m in re.finditer(r"((?:--(?:ttft|tpot)-ms [\d,.]+(?:, )?)+) \(the (?:TTFT|TPOT)(?: and TPOT)? SLAs? binds?", text):
+        new = argv
+        for flag, v in re.findall(r"(--(?:ttft|tpot)-ms) ([\d,.]+)", m.group(1)):
+            new = with_flag(new, flag, number(v))
+        out.append(_simple("looser_sla", new))
     return out
 
 

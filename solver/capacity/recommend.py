@@ -347,6 +347,7 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
     copies; a size is solved only while one copy of it could still win."""
     opt = Option(hardware=hw_name, met=False, price_per_card_hour=price)
     best_seen: tuple[float, int, str | None] | None = None  # tok/s, cards, the concurrency range's note there
+    best_task: Task | None = None  # the task best_seen is of (as solved: its range widened)
     # the most copies of one size carry within MAX_CARDS in all: (tok/s together, copies, cards, tok/s per copy)
     best_in_cap: tuple[float, int, int, float] | None = None
     last_binding, last_remedy = "", None  # the largest infeasible size's binding constraint and the planner's remedy
@@ -373,6 +374,7 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
         top = max(ok, key=lambda r: r["output_tokens_per_s"])
         if best_seen is None or top["output_tokens_per_s"] > best_seen[0]:
             best_seen = (top["output_tokens_per_s"], t.cards, _range_note(t, top, "it"))
+            best_task = t
         if top["output_tokens_per_s"] < tok_s:
             # this count fell short of the whole load at the top of the concurrency range: with a larger one it
             # may need fewer copies, or carry the load alone
@@ -405,12 +407,85 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
         larger = infeasible if infeasible and infeasible[-1][0] == largest else []
         bigger = (None if best_seen[2] or larger else
                   _larger_size(tasks[-1], best_seen[0] / best_seen[1], tok_s, widen, progress, max_copies))
+        looser = (_looser_sla(best_task, tok_s, widen, progress, max_copies)
+                  if sc.has_slas() and best_task is not None and not best_seen[2] and not larger else None)
         opt.note = shortfall_note(best_seen[0], best_seen[1], tok_s, sc.has_slas(), best_seen[2], larger,
                                   _untried(*last_why, opt.tried_cards, largest) if larger else None, max_copies,
-                                  bigger)
+                                  bigger, looser)
         if max_copies is None and best_in_cap is not None and best_in_cap[0] < tok_s:
             opt.note += "; " + cluster_cap_note(*best_in_cap, tok_s)
     return opt
+
+
+def _looser_sla(t: Task, tok_s: float, widen: bool, progress: Callable[[str], None] | None,
+                max_copies: int | None) -> Remedy | str | None:
+    """The SLA that binds at the best size `t` and the least value of it at which that size's copies (within
+    --max-copies, else the cluster cap) carry `tok_s`: each given SLA set aside alone (the other held), then all
+    together, the size planned again (its range widened as the sizes were); of the planner's answers that carry
+    the load, the least figure of the SLA set aside, rounded up (a cap the rerun passes). Where none carries it,
+    the most the size reaches with the SLAs aside; None where it already reaches no more without them."""
+    from solver.errors import three_figures
+    from solver.plan.memory_remedies import SLA_FLAGS
+
+    copies = max_copies if max_copies is not None else max(1, MAX_CARDS // t.cards)
+    need = tok_s / copies
+    given = [f for f in SLA_FLAGS.values() if getattr(t.scenario, f.field) is not None]
+    sets = [[f] for f in given] + ([given] if len(given) > 1 else [])
+    most = 0.0
+    for aside in sets:
+        task = replace(t, scenario=t.scenario.model_copy(update={f.field: None for f in aside}))
+        _, rows = _solved(task, need, widen, progress)
+        ok = [r for r in rows if r["feasible"]]
+        most = max([most, *(r["output_tokens_per_s"] for r in ok)])
+        carry = [r for r in ok if r["output_tokens_per_s"] >= need]
+        if not carry:
+            continue
+        r = min(carry, key=lambda r: (sum(r[g.field] for g in aside), r["request_latency_ms"]))
+        # the rows sample the concurrency: the least caps that carry it lie at or below the row's figures
+        r, found = _least_caps(t, {g.field: (float(getattr(t.scenario, g.field)), float(r[g.field])) for g in aside},
+                               r, need, widen, progress)
+        caps = {g: three_figures(found[g.field], up=True) for g in aside}
+        n = copies_needed(r["output_tokens_per_s"], tok_s)
+        held = [g.name for g in given if g not in aside]
+        return Remedy(", ".join(f"{g.flag} {cap}" for g, cap in caps.items())
+                      + f" (the {' and '.join(g.name for g in aside)} SLA{'s bind' if len(aside) > 1 else ' binds'} "
+                      f"on {_cards(t.cards)}: at "
+                      f"{', '.join(f'{g.name} {cap} ms' for g, cap in caps.items())}"
+                      + (f", {' and '.join(held)} held," if held else "")
+                      + f" {_copies(n)} of {_cards(t.cards)} {_carry(n)} "
+                      f"{n * r['output_tokens_per_s']:,.0f} output tokens/s at concurrency {int(r['concurrency']):,}:"
+                      " the planner found it there)",
+                      tuple(Change(g.flag, float(cap.replace(",", ""))) for g, cap in caps.items()))
+    best = max(1, min(copies, MAX_CARDS // t.cards)) * most
+    if most <= 0:
+        return None
+    return (f"no looser SLA carries it on {_cards(t.cards)}: with the SLAs aside, {_copies(copies)} of "
+            f"{_cards(t.cards)} {_carry(copies)} at most {best:,.0f} output tokens/s")
+
+
+LOOSER_PROBES = 8  # _least_caps' reruns of the size: the caps to within 1/2**8 of their span (given to found)
+
+
+def _least_caps(t: Task, spans: dict[str, tuple[float, float]], found: dict[str, Any], need: float, widen: bool,
+                progress: Callable[[str], None] | None) -> tuple[dict[str, Any], dict[str, float]]:
+    """(the row, the caps) of the least SLA caps at which the size `t`, rerun under them, carries `need` per copy:
+    each SLA field's cap moved the same fraction of its span (given, which falls short, to the figure of `found`,
+    a row with those SLAs aside that carries it), the fraction bisected (the most tok/s within caps grows with
+    them). The caps quoted are ones a rerun met, not a row's figures (the SLA edge a rerun plans is its own);
+    where no probe meets it, the row's figures."""
+    def caps_at(x: float) -> dict[str, float]:
+        return {f: lo + x * (hi - lo) for f, (lo, hi) in spans.items()}
+
+    lo, hi, best = 0.0, 1.0, found
+    for _ in range(LOOSER_PROBES):
+        x = (lo + hi) / 2
+        _, rows = _solved(replace(t, scenario=t.scenario.model_copy(update=caps_at(x))), need, widen, progress)
+        carry = [r for r in rows if r["feasible"] and r["output_tokens_per_s"] >= need]
+        if carry:
+            best, hi = max(carry, key=lambda r: r["output_tokens_per_s"]), x
+        else:
+            lo = x
+    return best, caps_at(hi)
 
 
 def _untried(head: str | None, found: Remedies | None, tried: Sequence[int], largest: int) -> str | None:
@@ -509,7 +584,8 @@ def no_fit_note(what: str, largest: int, binding: str, head: str | None = None,
 
 def shortfall_note(most: float, cards: int, tok_s: float, sla: bool, range_remedy: str | None = None,
                    larger_infeasible: Sequence[tuple[int, str]] = (), larger_remedy: str | None = None,
-                   max_copies: int | None = None, bigger: tuple[int, int, float] | None = None) -> str:
+                   max_copies: int | None = None, bigger: tuple[int, int, float] | None = None,
+                   looser: Remedy | str | None = None) -> str:
     """Every size tried falls short of the load: the most found and where, and what would raise it (the
     concurrency range where the most found sits at its top, else the larger size found that carries it, the
     copies that would, and a looser SLA where one was given). `larger_infeasible`: (cards, binding) of the sizes
@@ -518,7 +594,8 @@ def shortfall_note(most: float, cards: int, tok_s: float, sla: bool, range_remed
     'what would fit: 16 cards fit' where 12 leave a node part-filled). `max_copies` > 1: `most` is one copy's,
     and the note gives the copies' together and names the copies that carry the load where the cluster cap
     allows them. `bigger`: (cards, copies, tok/s per copy) of a larger size that carries the load (_larger_size);
-    None: no size is named (more cards without a value are no remedy)."""
+    None: no size is named (more cards without a value are no remedy). `looser`: the SLA that binds and its value
+    (_looser_sla), said in place of "a looser SLA"."""
     copied = max_copies is not None and max_copies > 1
     blocked = [(n, b) for n, b in larger_infeasible if n > cards]
     if blocked and not range_remedy:
@@ -534,7 +611,7 @@ def shortfall_note(most: float, cards: int, tok_s: float, sla: bool, range_remed
                    (Change("--cards", bigger[0]),)) if bigger else None,
             Remedy(f"--max-copies {n} ({_copies(n)} of {_cards(cards)} carry {most * n:,.0f} output tokens/s)",
                    (Change("--max-copies", n),)) if n else None,
-            "a looser SLA" if sla else None).text() or ""
+            looser or ("a looser SLA" if sla else None)).text() or ""
     remedy = range_remedy or more
     where = _cards(cards) + (f" ({most * max_copies:,.0f} in {max_copies} copies)" if copied else "")
     return (f"the most found is {most:,.0f} output tokens/s on {where}, below the target {tok_s:,.0f}"

@@ -156,7 +156,10 @@ def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
     and the figures the serving formulas make of them (figures.figures): the same two halves the planner's
     tables sum, so what the planner optimises is what this shows."""
     mem_opts = estimate_memory_options(f, wl, mem_opts)
-    memory = memory_per_rank(model, hw, pc, prec, wl.sequences, wl.context_len, mem_opts, mtp_layers=wl.mtp)
+    # a running cap holds only the running requests' KV; the rest wait for a slot, holding none
+    held = (min(wl.sequences, wl.max_running * pc.attn_replicas) if wl.kind == "serving" and wl.max_running > 0
+            else wl.sequences)
+    memory = memory_per_rank(model, hw, pc, prec, held, wl.context_len, mem_opts, mtp_layers=wl.mtp)
     cap = (kv_capacity_per_replica(model, hw, pc, prec, wl.context_len, mem_opts, wl.mtp)
            if wl.kind == "serving" else math.inf)
     sp = step_plan(model, pc, f, wl, cap, config_budget(model, hw, pc, f))

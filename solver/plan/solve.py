@@ -508,7 +508,9 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     if edge is not None:
         own = list(dict.fromkeys(f"{p.batch:,} from {edge_from[p.key()]:,}" for p in chosen
                                  if p.batch != edge and p.key() in edge_from))
-        result.edge_note = sla_edge_note(edge, edges.get(edge, edge_from[chosen[0].key()]), scenario) + (
+        # edges' own where the edge is one (the first candidate need not have moved: no edge_from entry)
+        at = edges[edge] if edge in edges else edge_from[chosen[0].key()]
+        result.edge_note = sla_edge_note(edge, at, scenario) + (
             "; the other candidates the SLAs stop at a power are shown at their own SLA edge (the most their "
             "configuration there runs within them, the best of their pattern planned at it): " + ", ".join(own)
             if own else "")

@@ -26,7 +26,7 @@ from solver.specs.launch_spec import (DISAGG_ROLES, POOL_FIGURES, REPLICA_BATCH,
                                       PairCheck)
 from solver.specs.profile_rules import KNOB_NAMES, KnobName, Rule
 from solver.specs.profile_serving import EpKernels, FrameworkEfficiency, FrameworkScheduler, FrameworkServing
-from solver.specs.profile_facts import (EVERY_WRAPPER, PREFIX_CACHE_NAMES, DraftMethods, HybridStateLayout, IndexerDecodeBound,
+from solver.specs.profile_facts import (EVERY_WRAPPER, PREFIX_CACHE_NAMES, DefaultRunningCap, DraftMethods, HybridStateLayout, IndexerDecodeBound,
                                        KVBlocks, KVOffload, LongRequest, MaxContext, MoeChunk, NoPrefixCache, PPSplit,
                                        RefusedKVScheme, SpeculativeRunningCap, TowerFlag, format_facts)
 from solver.specs.rule_env import model_facts
@@ -174,6 +174,9 @@ class FrameworkProfile(BaseModel):
     speculative_running_cap: SpeculativeRunningCap | None = Field(
         None, description="the running-request cap the engine sets where a command names a speculative method and "
         "no batch cap (check --command prices it: the rest wait); None: the command's cap or memory decides")
+    default_running_cap: DefaultRunningCap | None = Field(
+        None, description="the running-request cap the engine sets where a command leaves its batch-cap flag out "
+        "(check --command prices a concurrency above it: the rest wait); None: memory decides")
     refused_kv_schemes: list[RefusedKVScheme] = Field(
         default_factory=list, description="checkpoint KV-cache schemes the engine refuses to load (a checkpoint "
         "carrying one is refused by solve, estimate and check; FrameworkProfile.checkpoint_kv_refusal)")
@@ -522,6 +525,16 @@ class FrameworkProfile(BaseModel):
         name = hardware if isinstance(hardware, str) else hardware.name
         memory = float(dev.memory_bytes) if dev is not None else None
         return self.scheduler.token_budget_for(f"{name} {dev.description if dev is not None else ''}", memory)
+
+    def running_cap_on(self, hardware: Hardware | str) -> int | None:
+        """The running-request cap the engine sets on `hardware` where a command gives none (default_running_cap:
+        by its name and description, else its memory); None where the profile names no such default."""
+        if self.default_running_cap is None:
+            return None
+        dev = _catalog_device(hardware) if isinstance(hardware, str) else hardware
+        name = hardware if isinstance(hardware, str) else hardware.name
+        memory = float(dev.memory_bytes) if dev is not None else None
+        return self.default_running_cap.on(f"{name} {dev.description if dev is not None else ''}", memory)
 
     def efficiency_for(self, hardware: Hardware | str) -> dict[str, float]:
         """Multipliers for the performance model on one hardware: the profile's own, times the fitted

@@ -358,6 +358,49 @@ class KVOffload(BaseModel):
         return self
 
 
+class RunningCapTier(BaseModel):
+    """A larger default running-request cap the engine picks on devices with at least this much memory."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+    min_memory_gib: float = Field(gt=0, le=2**20, description="applies to devices with at least this much HBM (GiB)")
+    value: int = Field(gt=0, description="the cap on such a device")
+
+
+class DefaultRunningCap(BaseModel):
+    """The running-request cap the engine sets where a command leaves its batch-cap flag out (vLLM's
+    --max-num-seqs: 1024 on a device of 70 GiB or more but an A100, else 256): `check --command` reads a command
+    without the flag at it where the concurrency asked exceeds it, so the rest wait for a slot."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    flag: str = Field(min_length=1, description="the batch-cap flag as the launch prints it")
+    value: int = Field(gt=0, description="the cap on a device no tier or name below picks")
+    tiers: list[RunningCapTier] = Field(default_factory=list, description="larger caps by device memory")
+    by_device_name: dict[str, int] = Field(default_factory=dict, description="a word of the device's name or "
+                                           "description (lower case) -> the cap, where the engine decides by name")
+    source: str = Field(min_length=1, description="the engine source file:line")
+
+    @model_validator(mode="after")
+    def _one_reading(self) -> "DefaultRunningCap":
+        from solver.specs.validation import FieldProblem
+
+        if len({t.min_memory_gib for t in self.tiers}) < len(self.tiers):
+            raise FieldProblem("default_running_cap.tiers", "a threshold given twice; keep one tier per threshold")
+        for word, cap in self.by_device_name.items():
+            if not word.strip() or word != word.lower() or cap < 1:
+                raise FieldProblem(f"default_running_cap.by_device_name.{word}", "a non-empty lower-case word "
+                                   "of the device's name or description, mapped to a cap of 1 or more")
+        return self
+
+    def on(self, device_name: str, memory_bytes: float | None) -> int:
+        """The cap the engine sets on a device named `device_name` (name and description) with `memory_bytes`."""
+        from solver.specs.profile_serving import by_device
+
+        return by_device(self.value, [(t.min_memory_gib, t.value) for t in self.tiers], self.by_device_name,
+                         device_name, memory_bytes)
+
+
 class SpeculativeRunningCap(BaseModel):
     """The running-request cap the engine sets itself where a command names a speculative method and leaves its
     batch-cap flag out (SGLang resets --max-running-requests to 48): `check --command` reads it as if the command

@@ -114,16 +114,24 @@ class FrameworkScheduler(BaseModel):
     def token_budget_for(self, device_name: str, memory_bytes: float | None) -> int:
         """The default budget on a device named `device_name` (its file's name and description) with
         `memory_bytes` of HBM (None: unknown)."""
-        name = device_name.lower()
-        for word, budget in self.token_budget_by_device_name.items():
-            if word in name:
-                return budget
-        budget = self.token_budget
-        if memory_bytes is not None:
-            for tier in sorted(self.token_budget_tiers, key=lambda t: t.min_memory_gib):
-                if memory_bytes >= tier.min_memory_gib * 2**30:
-                    budget = tier.tokens
-        return budget
+        return by_device(self.token_budget, [(t.min_memory_gib, t.tokens) for t in self.token_budget_tiers],
+                         self.token_budget_by_device_name, device_name, memory_bytes)
+
+
+def by_device(default: int, tiers: list[tuple[float, int]], by_name: dict[str, int], device_name: str,
+              memory_bytes: float | None) -> int:
+    """An engine's default picked as it picks it: a word of the device's name (lower case) first, else the
+    largest memory tier (min GiB, value) the device reaches, else `default` (memory unknown: `default`)."""
+    name = device_name.lower()
+    for word, value in by_name.items():
+        if word in name:
+            return value
+    picked = default
+    if memory_bytes is not None:
+        for min_gib, value in sorted(tiers):
+            if memory_bytes >= min_gib * 2**30:
+                picked = value
+    return picked
 
 
 class GraphBatchRange(BaseModel):
