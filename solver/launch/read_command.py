@@ -444,13 +444,17 @@ def _defaults(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parallel
     env = dict(model_env(pc.settings(), model, **device_facts(hw), world=world, batch=batch, mtp=mtp))
     out: dict[Slot, str] = {}
     for a in (fw.launch.args if fw.launch else ()):
-        slot = slot_of(fw, a)
-        if a.default is not None and slot is not None:
-            try:
-                out[slot] = as_read(a.default_value(env))
-            except InputError:  # a default over the launch's own figures: not the configuration's to say
-                continue
+        try:
+            out.update(_slot_default(fw, a, env))
+        except InputError:  # a default over the launch's own figures: not the configuration's to say
+            continue
     return out
+
+
+def _slot_default(fw: FrameworkProfile, arg: LaunchArg, env: dict[str, Any]) -> dict[Slot, str]:
+    """{arg's slot: the engine's value where a command leaves it out, at `env`}; empty where none is recorded."""
+    slot = slot_of(fw, arg)
+    return {slot: as_read(arg.default_value(env))} if arg.default is not None and slot is not None else {}
 
 
 # the most configurations a refusal searches for the rule a command's flags break (one 8-rank MoE world's whole
@@ -487,11 +491,10 @@ def _rule_broken(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, worlds: l
                 printed: dict[Slot, str] = {}
                 default: dict[Slot, str] = {}
                 for a in args:
+                    default.update(_slot_default(fw, a, env))
                     slot = slot_of(fw, a)
-                    if a.default is not None:
-                        default[slot] = as_read(a.default_value(env))  # type: ignore[index]
-                    if a.value_expr is not None and a.when_expr.evaluate(env):
-                        printed[slot] = as_read(a.value_expr.evaluate(env))  # type: ignore[index]
+                    if slot is not None and a.value_expr is not None and a.when_expr.evaluate(env):
+                        printed[slot] = as_read(a.value_expr.evaluate(env))
             except InputError:  # a world this configuration does not divide
                 continue
             if any(printed.get(s, default.get(s)) != user.values.get(s, default.get(s)) for s in slots):
