@@ -38,3 +38,14 @@ def test_a_kv_format_some_spelling_of_its_flag_reads_is_not_said_to_be_unread() 
                  "vllm serve x --tensor-parallel-size 8 --kv-cache-dtype fp8_e5m2 --max-num-seqs 16") == []
     assert len(lines("meta-llama/Meta-Llama-3.1-70B", "mi300x", "atom", "python3 -m atom.entrypoints.openai_server "
                      "--model x -tp 8 --kv_cache_dtype fp8_e4m3 --max-num-seqs 16 --max-model-len 4352")) == 1
+
+
+def test_an_options_file_named_but_not_at_hand_is_not_said_to_lack_recorded_defaults(tmp_path, monkeypatch) -> None:
+    """TensorRT-LLM's options file named on the command but not found: its keys (pipeline_parallel_size,
+    enable_attention_dp, ...) all have a default recorded, so the refusal says the file's text decides them."""
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(main, ["check", "--command", "trtllm-serve meta-llama/Llama-3.3-70B-Instruct --tp_size 8 "
+                                  "--extra_llm_api_options missing.yaml", "--hardware", "h100_sxm", "--isl", "4096",
+                                  "--osl", "256"])
+    assert r.exit_code == 2
+    assert "its text decides them" in r.output and "no default recorded" not in r.output

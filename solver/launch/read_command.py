@@ -524,8 +524,11 @@ def _documents_needed(fw: FrameworkProfile, user: Reading, parallel: set[Slot]) 
         what = user.unread.get(name) or f"no {d.flag or d.file} given"
         where = f"write it on disk or in the text before the command (cat > {d.file} <<'EOF' ... EOF)" if d.file \
             else f"give {d.flag}"
+        # named but not at hand, its text decides even the keys with a recorded default; not given, only those
+        # without one are asked for
+        why = "its text decides them" if name in user.unread else "no default recorded for them"
         raise InputError("--command", f"{what}: it holds {', '.join(k for k in keys if k)}, the parallel keys "
-                                      f"{fw.name}'s launch sets there (no default recorded for them); {where}")
+                                      f"{fw.name}'s launch sets there ({why}); {where}")
 
 
 def _distinct(matches: list[tuple[int, dict[str, int]]]) -> list[tuple[int, dict[str, int]]]:
