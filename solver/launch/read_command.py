@@ -458,7 +458,9 @@ def _slot_default(fw: FrameworkProfile, arg: LaunchArg, env: dict[str, Any]) -> 
 
 
 # the most configurations a refusal searches for the rule a command's flags break (one 8-rank MoE world's whole
-# space, about 1 s here): past it the refusal names no rule rather than keep the user waiting
+# space under TensorRT-LLM's fixed knobs, about 1 s here): past it the refusal names no rule rather than keep the
+# user waiting. An engine with every knob free is past it at 8 ranks (vLLM, DeepSeek-V3.2 on 8 x mi355x: 4^9 =
+# 262,144), so its refusals name none (C.dcp_dsa_not_on_rocm's command among them)
 EXPLAIN_CONFIGS = 4096
 
 
