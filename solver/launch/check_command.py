@@ -70,6 +70,12 @@ def _settings_notes(r: CommandReading, hardware: str, isl: int, osl: int, concur
     out = []
     args = all_args(fw) if phase is not None else (fw.launch.args if fw.launch else ())
     other = {n for n in POOL_NAMES if pool_role(n) != phase}  # the other pool's sizes: its command's, not this one's
+    # a slot's spellings are every map's on it, as formats_spelled reads them (vLLM's --kv-cache-dtype has one map
+    # for a DSA model, a wider one else: a value the wider one spells is read, so it is not "not read")
+    spellings: dict[Any, set[str]] = {}
+    for arg in args:
+        if arg.map:
+            spellings.setdefault(slot_of(fw, arg), set()).update(str(v) for v in arg.map.values())
     for arg in args:
         slot = slot_of(fw, arg)
         reads_other = arg.value_expr is not None and arg.value_expr.names & other
@@ -81,7 +87,7 @@ def _settings_notes(r: CommandReading, hardware: str, isl: int, osl: int, concur
         mine, plan = r.given.get(slot), printed.get(slot)
         # a value outside the profile's spellings of a format (ATOM's --kv_cache_dtype: bf16 / fp8, engines.md) is
         # not the engine's default: the estimate cannot read it, so it says which format it priced instead
-        spelled = sorted({str(v) for v in arg.map.values()}) if arg.map else []
+        spelled = sorted(spellings.get(slot, ()))
         unspelled = mine is not None and spelled and str(mine) not in spelled
         line = f"{slot_name(slot, fw)}: " + (f"not given; the launch sets {plan}" if mine is None else
                                              f"{mine}, none of the values {fw.name}'s profile spells "

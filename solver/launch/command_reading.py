@@ -13,7 +13,7 @@ from solver.errors import InputError
 from solver.launch.command_engine import program, program_at
 from solver.launch.command_text import ParsedArgv, parse_argv
 from solver.specs.framework import FrameworkProfile
-from solver.specs.launch_spec import LaunchArg
+from solver.specs.launch_spec import LaunchArg, as_read
 
 Slot = tuple[str, ...]  # ("flag", --x) | ("doc", document, dotted key) | ("env", NAME)
 
@@ -81,15 +81,6 @@ def slot_of(fw: FrameworkProfile, arg: LaunchArg) -> Slot | None:
     if arg.env is not None:
         return ("env", arg.env)
     return ("flag", arg.flag) if arg.flag else None
-
-
-def as_read(v: Any) -> str:
-    """A value as a command's slot holds it (bools true / false, whole floats as integers)."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)
 
 
 def _leaves(doc: dict, known: set[str], at: str = "") -> list[str]:

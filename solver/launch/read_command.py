@@ -465,17 +465,23 @@ def _defaults(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parallel
     env = dict(model_env(pc.settings(), model, **device_facts(hw), world=world, batch=batch, mtp=mtp))
     out: dict[Slot, str] = {}
     for a in (fw.launch.args if fw.launch else ()):
-        slot = slot_of(fw, a)
-        if a.default is not None and slot is not None:
-            try:
-                out[slot] = as_read(a.default_value(env))
-            except InputError:  # a default over the launch's own figures: not the configuration's to say
-                continue
+        try:
+            out.update(_slot_default(fw, a, env))
+        except InputError:  # a default over the launch's own figures: not the configuration's to say
+            continue
     return out
 
 
+def _slot_default(fw: FrameworkProfile, arg: LaunchArg, env: dict[str, Any]) -> dict[Slot, str]:
+    """{arg's slot: the engine's value where a command leaves it out, at `env`}; empty where none is recorded."""
+    slot = slot_of(fw, arg)
+    return {slot: as_read(arg.default_value(env))} if arg.default is not None and slot is not None else {}
+
+
 # the most configurations a refusal searches for the rule a command's flags break (one 8-rank MoE world's whole
-# space, about 1 s here): past it the refusal names no rule rather than keep the user waiting
+# space under TensorRT-LLM's fixed knobs, about 1 s here): past it the refusal names no rule rather than keep the
+# user waiting. An engine with every knob free is past it at 8 ranks (vLLM, DeepSeek-V3.2 on 8 x mi355x: 4^9 =
+# 262,144), so its refusals name none (C.dcp_dsa_not_on_rocm's command among them)
 EXPLAIN_CONFIGS = 4096
 
 
@@ -508,11 +514,10 @@ def _rule_broken(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, worlds: l
                 printed: dict[Slot, str] = {}
                 default: dict[Slot, str] = {}
                 for a in args:
+                    default.update(_slot_default(fw, a, env))
                     slot = slot_of(fw, a)
-                    if a.default is not None:
-                        default[slot] = as_read(a.default_value(env))  # type: ignore[index]
-                    if a.value_expr is not None and a.when_expr.evaluate(env):
-                        printed[slot] = as_read(a.value_expr.evaluate(env))  # type: ignore[index]
+                    if slot is not None and a.value_expr is not None and a.when_expr.evaluate(env):
+                        printed[slot] = as_read(a.value_expr.evaluate(env))
             except InputError:  # a world this configuration does not divide
                 continue
             if any(printed.get(s, default.get(s)) != user.values.get(s, default.get(s)) for s in slots):
@@ -542,8 +547,11 @@ def _documents_needed(fw: FrameworkProfile, user: Reading, parallel: set[Slot]) 
         what = user.unread.get(name) or f"no {d.flag or d.file} given"
         where = f"write it on disk or in the text before the command (cat > {d.file} <<'EOF' ... EOF)" if d.file \
             else f"give {d.flag}"
+        # named but not at hand, its text decides even the keys with a recorded default; not given, only those
+        # without one are asked for
+        why = "its text decides them" if name in user.unread else "no default recorded for them"
         raise InputError("--command", f"{what}: it holds {', '.join(k for k in keys if k)}, the parallel keys "
-                                      f"{fw.name}'s launch sets there (no default recorded for them); {where}")
+                                      f"{fw.name}'s launch sets there ({why}); {where}")
 
 
 def _distinct(matches: list[tuple[int, dict[str, int]]]) -> list[tuple[int, dict[str, int]]]:

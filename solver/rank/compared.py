@@ -179,7 +179,7 @@ def _printed(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelC
     configuration, the model and the device (the batch-, memory- and length-sized ones are left out). None where
     the profile has no launch."""
     from solver.specs.expr import compile_expr
-    from solver.specs.launch_spec import REPLICA_BATCH
+    from solver.specs.launch_spec import REPLICA_BATCH, as_read
 
     if fw.launch is None:
         return None
@@ -198,11 +198,13 @@ def _printed(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelC
                 continue
             if a.value_expr is None and a.text and "{" in a.text:
                 continue  # a template of the launch's own figures (a path, an address)
-            value = ("" if a.switch else a.text or "") if a.value_expr is None else str(int(a.value_expr.evaluate(env)))
+            raw = a.value_expr.evaluate(env) if a.value_expr is not None else None
+            value = ("" if a.switch else a.text or "") if a.value_expr is None else as_read(raw)
+            # the engine's default, a number or an expression of the configuration: the launch leaves it out
+            if a.default is not None and value == as_read(a.default_value(env)):
+                continue
         except (ShardplanError, KeyError, TypeError, ValueError):  # reads a figure the configuration alone lacks
             continue
-        if a.default is not None and value == str(a.default):
-            continue  # the engine's default: the launch leaves it out
         out.setdefault(name, value)
     return out
 

@@ -100,6 +100,16 @@ def launch_expr(attr: str, src: str, condition: bool) -> Expr:
 
 
 # strict, as the rest of a profile is (specs/framework.py): switch: 1 or per_node: 0 is refused, not read as a bool
+def as_read(v: Any) -> str:
+    """A launch argument's value as a command's slot holds it (bools true / false, whole floats as integers): how
+    check --command reads a command and how the ranking's notes spell a launch."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
 class LaunchArg(BaseModel):
     """One argv token pair (`flag value`), bare flag (`switch`), positional `text`, document key or env var."""
 
