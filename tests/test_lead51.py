@@ -22,3 +22,13 @@ def test_a_moe_model_answers_to_its_size_without_the_active_suffix():
             if m and owner.get(m["short"], f) == f and m["short"] not in owner:
                 missing.append(f"{f}: {m['short']}")
     assert not missing, missing
+
+
+def test_a_cluster_cap_below_one_token_per_second_quotes_a_target_a_rerun_reaches():
+    # copies carrying under 1 output token/s in all: the quote is the figure rounded down (three significant
+    # figures), not a whole 0 that no target can be and that the cluster count divides by
+    from solver.capacity.recommend import cluster_cap_note
+
+    note = cluster_cap_note(0.4567, 65_536, 1, 0.4567 / 65_536, 10.0)
+    assert "a target up to 0.456 " in note and "(the load split over 22 clusters)" in note
+    assert "a target up to 49,479 " in cluster_cap_note(49_479.68, 8_192, 8, 6.04, 60_000.0)

@@ -631,15 +631,23 @@ def cluster_cap_note(most: float, copies: int, cards: int, per_copy: float, tok_
     `per_copy` each, `most` together): that cap binds, and a share of the load that fits is the remedy."""
     # the whole tokens/s the copies reach, rounded down: rounded to nearest, 49,479.68 quotes 49,480, which needs
     # one copy more than the cap holds (a rerun at the quoted target finds no size that meets it)
-    reach = math.floor(most)
+    # (below 1 tok/s, to three significant figures: a whole number would be 0)
+    reach: float = math.floor(most) if most >= 1 else _down_3(most)
     clusters = math.ceil(tok_s / reach)
+    shown = f"{reach:,}" if isinstance(reach, int) else f"{reach:.3g}"
     # no size tried carries more per card than the best of them, and one outside those tried is not planned: only
     # the target has a value to name
-    fit = remedies(Remedy(f"a target up to {reach:,} (the load split over {clusters:,} clusters)",
+    fit = remedies(Remedy(f"a target up to {shown} (the load split over {clusters:,} clusters)",
                           (Change("--target-output-tokens-per-s", reach),)))
     return (f"binding: the cap of {MAX_CARDS:,} cards in all (the most a cluster may have here), where the sizes "
-            f"tried carry at most {reach:,} output tokens/s ({copies:,} copies of {_cards(cards)} at "
+            f"tried carry at most {shown} output tokens/s ({copies:,} copies of {_cards(cards)} at "
             f"{per_copy:,.0f} each); {fit.text()}")
+
+
+def _down_3(x: float) -> float:
+    """x > 0 rounded down to three significant figures."""
+    step = 10.0 ** (math.floor(math.log10(x)) - 2)
+    return math.floor(x / step) * step
 
 
 def _copies(n: int) -> str:
