@@ -40,7 +40,7 @@ def test_kv_share_warning_says_an_engine_without_kv_offload_has_none():
 def test_kv_share_warning_offers_moe_chunk_for_a_moe_model_in_the_engines_terms():
     # cann-recipes' moe_chunk (verified-configs.md: R1 long sequence 512) is named, not priced; vLLM 0.34.0 runs a
     # forward's tokens through the MoE at once (fused_moe/modular_kernel.py:1414-1428, M_chunk = M_full)
-    assert "reducing moe_chunk (moe_chunk (the recipe's model YAML): named, not priced)" in _warning("cann-recipes", True)
+    assert "reducing moe_chunk in the recipe's model YAML (named, not priced)" in _warning("cann-recipes", True)
     assert "reducing moe_chunk: this engine runs a forward's tokens through the MoE at once" in _warning("vllm", True)
     assert "moe_chunk" not in _warning("cann-recipes", False)
 

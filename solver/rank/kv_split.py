@@ -37,7 +37,7 @@ def kv_share_warning(cp_replicates_kv: bool, offload: KVOffload | None = None, m
                  "the running batch's KV, so it keeps prefix hits, not room for a larger batch (not priced)")
     if moe:
         said += ("; reducing moe_chunk: this engine runs a forward's tokens through the MoE at once (no such setting)"
-                 if moe_chunk is None else f"; reducing moe_chunk ({moe_chunk.knob}: named, not priced)")
+                 if moe_chunk is None else f"; reducing {moe_chunk.knob} (named, not priced)")
     return said
 
 
