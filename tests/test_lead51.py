@@ -32,3 +32,20 @@ def test_a_cluster_cap_below_one_token_per_second_quotes_a_target_a_rerun_reache
     note = cluster_cap_note(0.4567, 65_536, 1, 0.4567 / 65_536, 10.0)
     assert "a target up to 0.456 " in note and "(the load split over 22 clusters)" in note
     assert "a target up to 49,479 " in cluster_cap_note(49_479.68, 8_192, 8, 6.04, 60_000.0)
+
+
+def test_the_binding_line_names_the_row_it_is_of_where_the_best_score_is_not_first():
+    # the binding families are found for the planner's best score; a tie within the band can show it below #1
+    from types import SimpleNamespace as NS
+
+    from solver.report.candidates import binding_line
+
+    def cand(rank: int, role: str) -> NS:
+        return NS(rank=rank, planned=NS(role=role))
+
+    result = NS(binding=["C.embed_tp_is_tp", "SLA.ttft"])
+    tied = [cand(1, "verified deployment"), cand(2, "other backbone"), cand(3, "best score")]
+    assert binding_line(result, tied) == "binding constraints (of #3, the best score): C.embed_tp_is_tp; SLA.ttft"
+    first = [cand(1, "best score"), cand(2, "next pattern")]
+    assert binding_line(result, first) == "binding constraints: C.embed_tp_is_tp; SLA.ttft"
+    assert binding_line(NS(binding=[]), first) == "binding constraints: none"

@@ -61,7 +61,8 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
         from solver.entry import explain_solution, run_solve, solve_deployment, solve_dict
         from solver.plan.points import SolverParams
         from solver.rank.select import ordering
-        from solver.report.candidates import answer_notes, front_lines, result_dict, seed_yaml, table_figures
+        from solver.report.candidates import (answer_notes, binding_line, front_lines, result_dict, seed_yaml,
+                                              table_figures)
 
     scenario = scenario_from_options(kind=kind, isl=isl, osl=osl, concurrency=concurrency,
                                      max_concurrency=max_concurrency, ttft_ms=ttft_ms, tpot_ms=tpot_ms, mtp=mtp,
@@ -145,7 +146,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
                     rows))
     for c in cands:
         con.print(f"[bold]{c.rank}. {c.pattern}[/bold]: {c.reason}")
-    con.print("binding constraints: " + ("; ".join(result.binding) if result.binding else "none"))
+    con.print(binding_line(result, cands))
     con.print(f"solver status: {result.status}" + (f" ({note})" if note else ""))
     con.print(f"ordering: {ordering(cands)}")
     if cands:

@@ -182,6 +182,16 @@ def front_lines(result: PlanResult, prompt_len: int | None = None) -> list[str]:
     return out
 
 
+def binding_line(result: PlanResult, cands: list[Candidate]) -> str:
+    """The binding families (PlanResult.binding, found for the planner's best score) and, where the ranking shows
+    that candidate below #1 (a tie within the band ordered by closeness to a verified deployment), its row: the
+    families are of that configuration at its concurrency, not of #1."""
+    said = "; ".join(result.binding) if result.binding else "none"
+    best = next((c for c in cands if c.planned.role == "best score"), None)
+    of = f" (of #{best.rank}, the best score)" if best is not None and best.rank != 1 else ""
+    return f"binding constraints{of}: {said}"
+
+
 def candidate_workload(scenario: Scenario, batch: int) -> dict[str, Any]:
     """A candidate's workload in the deployment file's keys (`check` / `launch` read it back): serving at its
     concurrency, or the one phase it was planned for at its batch."""
@@ -240,7 +250,7 @@ def seed_yaml(result: PlanResult, cands: list[Candidate], replica_knobs: tuple[s
     if unset:
         where = deployment["framework"] if deployment else "the framework"
         out.append(f"# not keys of {where} (fixed at 1): {', '.join(unset)}")
-    out.append("# binding constraints: " + ("; ".join(result.binding) if result.binding else "none"))
+    out.append("# " + binding_line(result, cands))
     out.append(f"# solver status: {result.status}" + (f" ({result.timeout_note()})" if result.timeout_note() else ""))
     out.extend(f"# note: {n}" for n in (*result.input_notes, *(n for n in (
         result.range_note, result.edge_note, result.held_note, result.copies_note) if n)))
