@@ -1,0 +1,45 @@
+"""Stop 51: the fuzz's and remedies' loose ends (benchmarks/README.md "Stop 51: the fuzz's and remedies' loose
+ends")."""
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from solver.cli.main import main
+
+ATOM_8B = ["estimate", "llama-3.1-8b", "--hardware", "mi300x", "--cards", "8", "--framework", "atom", "--isl", "1024",
+           "--osl", "256", "--concurrency", "8"]
+
+
+def _run(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_a_knob_not_given_follows_the_engines_tie_rule_from_those_given() -> None:
+    """ATOM has one TP size (atom.yaml C.dense_tp_is_tp, C.embed_tp_is_tp, C.lmhead_tp_is_tp): --attn-tp 8 alone
+    is the four TP knobs at 8, said in a note naming the rules; the same as giving all four."""
+    alone = _run(*ATOM_8B, "--attn-tp", "8", "--format", "json")
+    assert alone.exit_code == 0, alone.output
+    assert "--dense-tp 8 by [C.dense_tp_is_tp]" in alone.stderr and "[C.lmhead_tp_is_tp]" in alone.stderr
+    four = _run(*ATOM_8B, "--attn-tp", "8", "--dense-tp", "8", "--embed-tp", "8", "--lmhead-tp", "8", "--format",
+                "json")
+    a, b = json.loads(alone.stdout), json.loads(four.stdout)
+    assert a["parallel_config"] == b["parallel_config"]
+    assert (a["ttft_ms"], a["tpot_ms"], a["memory_per_rank_gb"]) == (b["ttft_ms"], b["tpot_ms"], b["memory_per_rank_gb"])
+
+
+def test_a_knob_the_user_gave_is_never_changed_by_a_tie() -> None:
+    """--dense-tp 4 beside --attn-tp 8 under ATOM is refused naming its rule, not set to 8."""
+    r = _run(*ATOM_8B, "--attn-tp", "8", "--dense-tp", "4")
+    assert r.exit_code == 2 and "[C.dense_tp_is_tp]" in r.output and "ties" not in r.output
+
+
+def test_a_default_layout_no_engine_rule_admits_names_the_knobs_to_give() -> None:
+    """Every card a replica is refused by ATOM for a dense model ([C.dp_attention_moe_only]): the refusal says it
+    is the default layout and names the knobs to give."""
+    r = _run(*ATOM_8B)
+    assert r.exit_code == 2
+    assert "the default layout" in r.output and "give --attn-tp" in r.output
+    assert "Traceback" not in r.output
+
