@@ -43,3 +43,21 @@ def test_a_default_layout_no_engine_rule_admits_names_the_knobs_to_give() -> Non
     assert "the default layout" in r.output and "give --attn-tp" in r.output
     assert "Traceback" not in r.output
 
+
+def _check_command(cmd: str):
+    return _run("check", "--command", cmd, "--hardware", "h100_sxm", "--isl", "1024", "--osl", "256", "--concurrency",
+                "8")
+
+
+def test_a_kv_offload_size_the_native_backend_cannot_start_on_is_refused() -> None:
+    """vLLM's native backend (the default) stops on --kv-offloading-size 0 / nan / inf / a negative size
+    (v1/kv_offload/cpu/spec.py:99-103, :122); lmcache never reads the size, so the same size under it is noted."""
+    for size in ("0", "nan", "inf", "-4"):
+        r = _check_command(f"vllm serve Qwen/Qwen3-8B --kv-offloading-size {size}")
+        assert r.exit_code == 2 and f"--kv-offloading-size {size}: not a finite size above 0" in r.output, r.output
+        assert "\n" not in r.output.strip()
+    assert _check_command("vllm serve Qwen/Qwen3-8B --kv-offloading-size 0 --kv-offloading-backend native"
+                          ).exit_code == 2
+    assert _check_command("vllm serve Qwen/Qwen3-8B --kv-offloading-size 0 --kv-offloading-backend lmcache"
+                          ).exit_code == 0
+    assert _check_command("vllm serve Qwen/Qwen3-8B --kv-offloading-size 8").exit_code == 0

@@ -127,6 +127,9 @@ def command_offload(fw: Any, given: dict) -> str | None:
     if ko.built_by is not None and not any(given.get(("flag", f)) is not None for f in ko.built_by):
         return (f"{', '.join(said)}: no KV offload: {' or '.join(ko.built_by)}, which builds the host tier, is not "
                 "given, so these flags size a tier the engine does not build")
+    bad_size = ko.positive_size.refusal(given) if ko.positive_size is not None else None
+    if bad_size:
+        raise InputError("--command", f"{bad_size}, so {fw.name} refuses to start")
     need = ko.needs_env
     if need is not None:
         backend = given.get(("flag", need.backend_flag)) if need.backend_flag else None
