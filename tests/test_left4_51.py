@@ -61,3 +61,16 @@ def test_a_kv_offload_size_the_native_backend_cannot_start_on_is_refused() -> No
     assert _check_command("vllm serve Qwen/Qwen3-8B --kv-offloading-size 0 --kv-offloading-backend lmcache"
                           ).exit_code == 0
     assert _check_command("vllm serve Qwen/Qwen3-8B --kv-offloading-size 8").exit_code == 0
+
+
+def test_a_negative_stage_count_sglang_does_not_check_is_refused_without_saying_the_engine_refuses_it() -> None:
+    """SGLang 0.5.23 checks its partition's count and sum only (srt/distributed/utils.py:123-135): -1,37 would
+    build stages [0, -1) and [-1, 36); vLLM refuses a negative count itself (distributed/utils.py:236-237)."""
+    sg = _run("check", "--command", "SGLANG_PP_LAYER_PARTITION=-1,37 python -m sglang.launch_server --model-path "
+              "Qwen/Qwen3-8B --pp-size 2", "--hardware", "h100_sxm", "--cards", "2", "--isl", "1024", "--osl", "256",
+              "--concurrency", "8")
+    assert sg.exit_code == 2 and "does not check" in sg.output and "[-1, 36)" in sg.output
+    assert "the engine refuses it" not in sg.output
+    vl = _run("check", "--command", "VLLM_PP_LAYER_PARTITION=-1,37 vllm serve Qwen/Qwen3-8B -pp 2", "--hardware",
+              "h100_sxm", "--cards", "2", "--isl", "1024", "--osl", "256", "--concurrency", "8")
+    assert vl.exit_code == 2 and "the engine refuses it" in vl.output

@@ -308,6 +308,9 @@ class PPSplit(BaseModel):
         "ignored", description="what the engine does with its partition variable without pipeline parallelism: "
         "checked, as at any stage count (one count, the model's layers: vLLM's make_layers splits at any PP size); "
         "ignored (SGLang drops it at pp_size 1)")
+    negative: Literal["refused", "unchecked"] = Field(
+        "refused", description="what the engine does with a negative count in its partition variable: refused "
+        "(vLLM's 'Negative layer count'); unchecked (SGLang builds the stages from the running sums as given)")
     source: str = Field(min_length=1, description="the engine source file:line")
 
 
