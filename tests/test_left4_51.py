@@ -74,3 +74,15 @@ def test_a_negative_stage_count_sglang_does_not_check_is_refused_without_saying_
     vl = _run("check", "--command", "VLLM_PP_LAYER_PARTITION=-1,37 vllm serve Qwen/Qwen3-8B -pp 2", "--hardware",
               "h100_sxm", "--cards", "2", "--isl", "1024", "--osl", "256", "--concurrency", "8")
     assert vl.exit_code == 2 and "the engine refuses it" in vl.output
+
+
+def test_a_model_name_is_read_without_the_spaces_around_it() -> None:
+    """" qwen3-8b " is qwen3-8b (cli/options.ModelName): estimate's output and the sweep's title echo the name."""
+    est = _run("estimate", " qwen3-8b ", "--hardware", "h100_sxm", "--cards", "1", "--isl", "1024", "--osl", "256",
+               "--concurrency", "8", "--format", "json")
+    assert est.exit_code == 0, est.output
+    assert json.loads(est.stdout)["model"] == "qwen3-8b"
+    rec = _run("recommend", " qwen3-8b ", "--hardware", "h100_sxm", "--isl", "1024", "--osl", "256",
+               "--target-output-tokens-per-s", "1000", "--cards", "1", "--time-limit", "3")
+    assert rec.exit_code == 0, rec.output
+    assert rec.stdout.startswith("qwen3-8b:") and " qwen3-8b " not in rec.output
