@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from click.testing import CliRunner
 
 from solver.cli.main import main
@@ -86,3 +88,14 @@ def test_a_model_name_is_read_without_the_spaces_around_it() -> None:
                "--target-output-tokens-per-s", "1000", "--cards", "1", "--time-limit", "3")
     assert rec.exit_code == 0, rec.output
     assert rec.stdout.startswith("qwen3-8b:") and " qwen3-8b " not in rec.output
+
+
+@pytest.mark.slow
+def test_a_total_cards_remedy_is_named_only_where_the_planner_pairs_workers_on_those_cards() -> None:
+    """DeepSeek-R1 at ISL 500,000 on Atlas A3 under vllm-ascend: a prefill and a decode worker of 48 ranks each
+    fit, but no pair of them meets the engine's prefill TP >= decode TP on 96 cards (the rerun exits 1): the line
+    "96 cards in total" is not offered (remedies.py --cases 80 --seed 21)."""
+    r = _run("solve", "deepseek-r1", "--hardware", "atlas_a3", "--isl", "500000", "--osl", "256", "--framework",
+             "vllm-ascend", "--cards", "8", "--serving", "disagg", "--tpot-ms", "4", "--time-limit", "3")
+    assert r.exit_code == 1, r.output
+    assert "96 cards in total" not in r.output
