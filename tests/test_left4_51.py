@@ -67,7 +67,7 @@ def test_a_kv_offload_size_the_native_backend_cannot_start_on_is_refused() -> No
 
 def test_a_negative_stage_count_sglang_does_not_check_is_refused_without_saying_the_engine_refuses_it() -> None:
     """SGLang 0.5.23 checks its partition's count and sum only (srt/distributed/utils.py:123-135): -1,37 would
-    build stages [0, -1) and [-1, 36); vLLM refuses a negative count itself (distributed/utils.py:236-237)."""
+    build stages [0, -1) and [-1, 36); vLLM refuses a negative count itself (distributed/utils.py:237-238)."""
     sg = _run("check", "--command", "SGLANG_PP_LAYER_PARTITION=-1,37 python -m sglang.launch_server --model-path "
               "Qwen/Qwen3-8B --pp-size 2", "--hardware", "h100_sxm", "--cards", "2", "--isl", "1024", "--osl", "256",
               "--concurrency", "8")
