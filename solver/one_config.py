@@ -78,10 +78,13 @@ def _flags_refused(fw, env, first: str) -> str:
     return named if named != "parallel_config" else flags_named(first)
 
 
-def knob_rules(fw, model, hw, pc: ParallelConfig, batch: int, mtp: int) -> list[str]:
+def knob_rules(fw, model, hw, pc: ParallelConfig, batch: int, mtp: int,
+               given: frozenset[str] | None = None) -> list[str]:
     """The model's rules (specs.model_rules: a knob of a module the model lacks, more stages than layers) and the
     framework profile's (the planner's own rule machinery) on a user's knobs: an error (TP64 on 32 heads, EP256
-    on 128 experts, a knob the framework lacks) is bad input; warnings come back as notes."""
+    on 128 experts, a knob the framework lacks) is bad input; warnings come back as notes. `given`: the knobs the
+    user gave (None: all were); a broken rule that reads none of them is the default layout's, and its refusal
+    names the knobs to give."""
     from solver.specs.model_rules import model_problems
     from solver.specs.rule_env import device_facts, model_env
 
@@ -93,8 +96,38 @@ def knob_rules(fw, model, hw, pc: ParallelConfig, batch: int, mtp: int) -> list[
     warnings = [f"[{r.id}] {r.message}" for r in fw.violated(env, "warning")]
     errors = fw.check(env, "error")
     if errors:
+        first = next((r for r in fw.violated(env, "error") if errors[0].startswith(f"[{r.id}]")), None)
+        read = [k for k in CONFIG_FLAGS if first is not None and k in first.names and k in fw.knobs]
+        if given is not None and read and not given & set(read):
+            flags = ", ".join(CONFIG_FLAGS[k] for k in read)
+            raise InputError(flags, f"the default layout (each knob not given at 1: {pc.attn_replicas} attention "
+                                    f"replicas of {pc.attn_group_size} card{'s' * (pc.attn_group_size > 1)}) is "
+                                    f"{fw.refusal(errors)}; give {flags} so that "
+                                    "the rule holds")
         raise InputError(_flags_refused(fw, env, errors[0]), fw.refusal(errors))
     return [f"framework {fw.name}: {w} (slow path)" for w in warnings]
+
+
+def given_knobs(knobs: dict[str, Any]) -> frozenset[str]:
+    """The knobs of a single-config command's options the user gave (the others are None)."""
+    return frozenset(k for k, v in knobs.items() if v is not None)
+
+
+def tied_config(fw, model, hw, cards: int, knobs: dict[str, Any], batch: int, mtp: int
+                ) -> tuple[ParallelConfig, list[str]]:
+    """The parallel_config of the knobs given, each knob not given that the engine's rules tie to them set to its
+    tied value (specs.knob_ties: ATOM's --dense-tp = its TP), with a note naming what was derived and by which rule."""
+    from solver.specs.knob_ties import tie_knobs
+    from solver.specs.rule_env import device_facts, model_env
+
+    def env_of(current: dict[str, int]):
+        pc = parallel_from_options(cards, current)
+        return model_env(pc.settings(), model, **device_facts(hw), world=cards, batch=batch, mtp=mtp)
+
+    tied, said = tie_knobs(fw, knobs, env_of)
+    notes = [f"framework {fw.name} ties knobs not given to those given: {'; '.join(said)} (give a knob to set it)"
+             ] if said else []
+    return parallel_from_options(cards, tied), notes
 
 
 def parallel_from_options(cards: int, opts: dict[str, Any]) -> ParallelConfig:
@@ -236,15 +269,16 @@ def estimate_config(model: str, hardware: str, cards: int, knobs: dict[str, Any]
 
         check_afd(fw, spec, load_hardware(hardware), {k: v for k, v in knobs.items() if v is not None}, cards,
                   wl.kind, wl.sequences, wl.mtp, _afd_flag)
-    pc = parallel_from_options(cards // 2 if afd else cards, knobs)  # AFD: each half's config
     hw = as_launched(load_hardware(hardware), fw, cards)  # the nodes as the engine's launch uses them
+    # AFD: each half's config
+    pc, tied = tied_config(fw, spec, hw, cards // 2 if afd else cards, knobs, wl.sequences, wl.mtp)
     # a KV format the engine's command cannot ask for is refused here as solve refuses it (one rule): an estimate
     # under an engine's profile prices what that engine runs
     refuse_unlaunchable_kv(fw, kv_dtype, model=spec, hw=hw)
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     check_mtp(spec, wl.mtp)
     notes = [*input_notes(spec, hw, prec, max_len=wl.context_len, fw=fw),
-             *knob_rules(fw, spec, hw, pc, wl.sequences, wl.mtp),
+             *tied, *knob_rules(fw, spec, hw, pc, wl.sequences, wl.mtp, given_knobs(knobs)),
              *filter(None, [placement_note(hw, fw, pc.world_size)]),
              # the seed's class B placement (TP past the node, experts past the dispatch path's cap): figures the
              # estimate computes all the same, said as `check` reports them and `launch` notes them
@@ -308,11 +342,11 @@ def memory_config(model: str, hardware: str, cards: int, knobs: dict[str, Any], 
 
     spec = load_model(model)
     hw = load_hardware(hardware)
-    pc = parallel_from_options(cards, knobs)
     check_mtp(spec, mtp)
     fw = load_framework(framework)
     fw.check_model(spec, vendor=hw.vendor)
-    notes = knob_rules(fw, spec, hw, pc, batch, mtp)
+    pc, tied = tied_config(fw, spec, hw, cards, knobs, batch, mtp)
+    notes = [*tied, *knob_rules(fw, spec, hw, pc, batch, mtp, given_knobs(knobs))]
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     # the engine's KVP layout decides the attention weights' split, its step budget on the device the chunk
     opts = framework_options(fw, MemoryOptions(**{k: v for k, v in (("prefill_chunk", prefill_chunk),
@@ -430,8 +464,10 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     if dep.stage_layers is not None:  # the pipeline stages as the command splits them
         from solver.specs.model_rules import stage_split
 
+        split = fw.pp_default_split
         spec = spec.with_stage_layers(stage_split(dep.stage_layers, spec, dep.parallel_config.get("pp_size", 1),
-                                                  at("stage_layers")))
+                                                  at("stage_layers"),
+                                                  negative=split.negative if split is not None else "refused"))
     if dep.draft == "lookup":  # the drafts are looked up, not drafted: the target alone verifies 1 + mtp tokens
         spec = spec.without_next_n()
     else:

@@ -183,9 +183,10 @@ def test_a_knob_of_a_module_the_model_lacks_is_an_input_error() -> None:
 
 
 def test_framework_rule_violation_is_an_input_error() -> None:
-    # vLLM shards the embedding over the TP group: a framework (class C) rule
+    # vLLM shards the embedding over the TP group: a framework (class C) rule; an --embed-tp given against it is
+    # refused (one not given follows the TP: test_left4_51)
     _assert_input_error(_run("estimate", "qwen3-30b-a3b", "--hardware", "h100_sxm", "--cards", "8", "--attn-tp", "4",
-                             "--framework", "vllm", *DECODE), "framework vllm", "[C.embed_tp_is_tp]")
+                             "--embed-tp", "8", "--framework", "vllm", *DECODE), "framework vllm", "[C.embed_tp_is_tp]")
 
 
 # ---------------------------------------------------------------------------------------------- CSV mode

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import click
 
-from solver.cli.options import GB, NAME, format_option
+from solver.cli.options import MODEL, GB, NAME, format_option
 from solver.errors import InputError
 from solver.report.render import console, dump
 
@@ -71,7 +71,7 @@ def _observation(paths: Sequence[str], config: str, model: str, hw, step_marker:
 @click.argument("traces", nargs=-1, type=NAME, metavar="TRACE...")
 @click.option("--config", "config", type=NAME, default=None, metavar="CONFIG.yaml",
               help="the parallel_config (and workload) the traces were profiled under; see docs/calibration-example.md")
-@click.option("--model", "model", type=NAME, default=None, help="model of the profiled run (with --config)")
+@click.option("--model", "model", type=MODEL, default=None, help="model of the profiled run (with --config)")
 @click.option("--hardware", "hardware", type=NAME, default=None, help="hardware name or YAML path (with --config; alone: "
                                                            "memory capacity check)")
 @click.option("--peak-memory-gb", "peak_gb", type=GB, default=None,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import click
 
 from solver.catalog import DEFAULT_FRAMEWORK
-from solver.cli.options import factors_option
+from solver.cli.options import MODEL, factors_option
 from solver.cli.options import (CONCURRENCY, COPIES, DTYPE, JOBS, MTP, NAME, RATE, SECONDS, SEED, TOKENS, TOP,
                                 DEFAULT_FORMAT, given, mtp_accept_option, pool_workers_options,
                                 prefix_hit_option, sla_options)
@@ -101,7 +101,7 @@ def _progress(description: str) -> Iterator[Callable[[int, int, str], None] | No
 
 
 @click.command("sweep")
-@click.argument("model", type=NAME)
+@click.argument("model", type=MODEL)
 @click.argument("more_hardware", nargs=-1, type=NAME, metavar="[HARDWARE...]")
 @click.option("--hardware", "hardware", type=NAME, multiple=True, help=_HW_HELP)
 @click.option("--cards", required=True,
@@ -311,7 +311,7 @@ def _cards_cell(cards: int, placement: Any) -> int | str:
 
 
 @click.command("recommend")
-@click.argument("model", type=NAME)
+@click.argument("model", type=MODEL)
 @click.argument("more_hardware", nargs=-1, type=NAME, metavar="[HARDWARE...]")
 @click.option("--hardware", "hardware", type=NAME, multiple=True, help=_HW_HELP)
 @click.option("--target-output-tokens-per-s", type=RATE, default=None, help="load: output tokens/s in total")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from solver.catalog import DEFAULT_FRAMEWORK
-from solver.cli.options import (CARDS, CONCURRENCY, FRACTION, MTP, NAME, TOKENS, command_imports, dtype_options,
+from solver.cli.options import (MODEL, CARDS, CONCURRENCY, FRACTION, MTP, NAME, TOKENS, command_imports, dtype_options,
                                 format_option, knob_options)
 from solver.report.render import console, dump, table
 
@@ -60,7 +60,7 @@ def hardware_cmd(fmt: str) -> None:
 
 
 @click.command("inspect")
-@click.argument("model", type=NAME)
+@click.argument("model", type=MODEL)
 @click.option("--download", is_flag=True, help="fetch config.json (only) from the Hugging Face hub when the "
               "name is neither in the catalog nor in the local hub cache")
 @format_option()
@@ -98,7 +98,7 @@ def inspect_cmd(model: str, download: bool, fmt: str) -> None:
 
 
 @click.command("memory")
-@click.argument("model", type=NAME)
+@click.argument("model", type=MODEL)
 @click.option("--hardware", "hardware", type=NAME, required=True, help="hardware name or YAML path")
 @click.option("--cards", type=CARDS, required=True, help="world size W (ranks)")
 @knob_options

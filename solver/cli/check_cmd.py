@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from solver.cli.options import factors_option, mtp_accept_option
+from solver.cli.options import MODEL, factors_option, mtp_accept_option
 from solver.cli.options import CARDS, CONCURRENCY, MTP, NAME, TOKENS, dtype_options, format_option
 from solver.errors import InputError
 from solver.report.render import console, dump
@@ -17,7 +17,7 @@ from solver.report.render import console, dump
 @click.option("--command", "command", default=None,
               help="the engine command you run (or a `solve --format launch` script) instead of CONFIG: read back "
                    "to the parallel_config whose launch prints it")
-@click.option("--model", type=NAME, default=None, help="overrides the file's model")
+@click.option("--model", type=MODEL, default=None, help="overrides the file's model")
 @click.option("--hardware", type=NAME, default=None, help="overrides the file's hardware")
 @click.option("--cards", type=CARDS, default=None, help="overrides the file's world_size")
 @click.option("--framework", type=NAME, default=None, help="overrides the file's framework profile")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from solver.catalog import DEFAULT_FRAMEWORK
-from solver.cli.options import (CARDS, CONCURRENCY, FRACTION, MTP, MTP_ACCEPT_HELP, NAME, TOKENS, Deferred,
+from solver.cli.options import (MODEL, CARDS, CONCURRENCY, FRACTION, MTP, MTP_ACCEPT_HELP, NAME, TOKENS, Deferred,
                                 dtype_options, factors_option, format_option, given, knob_options,
                                 prefix_hit_option)
 from solver.errors import InputError, ShardplanError
@@ -162,7 +162,7 @@ def _mtp_accept() -> float:
 
 
 @click.command("estimate")
-@click.argument("model", type=NAME, required=False)
+@click.argument("model", type=MODEL, required=False)
 @click.option("--hardware", "hardware", type=NAME, default=None, help="hardware name or YAML path")
 @click.option("--cards", type=CARDS, default=None, help="world size W (ranks)")
 @knob_options

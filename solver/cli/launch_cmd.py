@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import click
 
-from solver.cli.options import factors_option
+from solver.cli.options import MODEL, factors_option
 from solver.cli.options import CARDS, HOST, NAME, Deferred, given
 from solver.errors import InputError
 from solver.one_config import check_mtp, deployment_workload, load_from
@@ -35,7 +35,7 @@ def _head_addr() -> str:
 @click.command("launch")
 @click.argument("config", type=NAME)
 @click.option("--engine", type=NAME, default=None, cls=Deferred, help_fn=_engine_help)
-@click.option("--model", type=NAME, default=None, help="overrides the file's model")
+@click.option("--model", type=MODEL, default=None, help="overrides the file's model")
 @click.option("--hardware", type=NAME, default=None, help="overrides the file's hardware")
 @click.option("--cards", type=CARDS, default=None, help="overrides the file's world_size")
 @click.option("--model-path", type=NAME, default=_model_path, show_default=True, cls=Deferred,

@@ -144,6 +144,17 @@ class Name(click.ParamType):
 NAME = Name()
 
 
+class ModelName(Name):
+    """A model's catalog name or config path, the spaces around it dropped (" qwen3.5-122b " is qwen3.5-122b): the
+    one place a command's model is read, so its titles and outputs echo the name, not the spaces typed."""
+
+    def convert(self, value: Any, param, ctx) -> str:
+        return super().convert(value, param, ctx).strip()
+
+
+MODEL = ModelName()
+
+
 class DtypeName(click.ParamType):
     """A number-format name read as the catalog spells it (dtypes.given_dtype: --kv-dtype FP8 is fp8), so an engine
     profile's spellings and requirements read it as `generic` does; a per-hardware value (atlas_a3=INT8, a sweep's)

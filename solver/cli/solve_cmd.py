@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from solver.catalog import DEFAULT_FRAMEWORK
-from solver.cli.options import factors_option
+from solver.cli.options import MODEL, factors_option
 from solver.cli.options import (CARDS, CONCURRENCY, MTP, NAME, SECONDS, SEED, TOKENS, TOP, WORKERS,
                                 command_imports, dtype_options, format_option, mtp_accept_option,
                                 pool_workers_options, prefix_hit_option, scenario_from_options, sla_options)
@@ -17,7 +17,7 @@ from solver.specs.pool_workers import pool_workers
 
 
 @click.command("solve")
-@click.argument("model", type=NAME)
+@click.argument("model", type=MODEL)
 @click.option("--hardware", type=NAME, required=True, help="hardware name or YAML path")
 @click.option("--cards", type=CARDS, required=True, help="world size W (ranks)")
 @click.option("--scenario", "kind", type=click.Choice(["throughput", "latency", "balanced"]), default="balanced",

@@ -104,7 +104,8 @@ def command_split(fw: Any, given: dict, pp: int, model: Any) -> tuple[list[int],
         said = f"{unset}{fw.name} splits {total} layers as {','.join(map(str, layers))} ({fw.pp_default_split.source})"
     else:
         return None
-    stage_split(layers, model, pp, "--command", said)
+    stage_split(layers, model, pp, "--command", said,
+                fw.pp_default_split.negative if fw.pp_default_split is not None else "refused")
     if tuple(n * model.stage_unit for n in layers) == stage_sizes(len(model.layers), pp, model.stage_unit):
         return None
     return layers, (f"{said}: priced at the stages it runs, {', '.join(map(str, layers))} layers (memory per rank "
@@ -127,6 +128,9 @@ def command_offload(fw: Any, given: dict) -> str | None:
     if ko.built_by is not None and not any(given.get(("flag", f)) is not None for f in ko.built_by):
         return (f"{', '.join(said)}: no KV offload: {' or '.join(ko.built_by)}, which builds the host tier, is not "
                 "given, so these flags size a tier the engine does not build")
+    bad_size = ko.positive_size.refusal(given) if ko.positive_size is not None else None
+    if bad_size:
+        raise InputError("--command", f"{bad_size}, so {fw.name} refuses to start")
     need = ko.needs_env
     if need is not None:
         backend = given.get(("flag", need.backend_flag)) if need.backend_flag else None

@@ -210,6 +210,19 @@ def _confirmed(job: "_Job", scenario: Scenario, most: int) -> int | None:
     return backed_off(most, lambda n: _plans(job, scenario.model_copy(update={"concurrency": n})))
 
 
+def _plans_on(job: "_Job", scenario: Scenario, cards: int, allow_cross_node: bool) -> bool:
+    """_plans on `cards` (the worker sizes those cards take, worker_sizes), as a rerun at --cards asks it."""
+    from solver.plan.disagg import plan_disagg  # late: it imports this module where it has no pair
+
+    try:
+        plan_disagg(job.model, job.hw, job.prec, job.fw, cards, scenario, quick_params(job.params),
+                    allow_cross_node, job.mem_opts, None, top=1, method=job.method, fixed=job.fixed,
+                    diagnose=False)
+    except InfeasibleError:
+        return False
+    return True
+
+
 def _plans(job: "_Job", scenario: Scenario) -> bool:
     """Whether the disaggregated planner, in a remedy's small solve (quick_params), finds a deployment for
     `scenario` on the job's cards (plans_at's question, disaggregated)."""
@@ -289,7 +302,7 @@ def _memory_remedies(job: "_Job", scenario: Scenario, smallest: dict[str, int | 
     wide = inside_node(job.hw, job.fw, planned, job.allow_cross_node)
     tried_said = None
     if sizes["prefill"] and sizes["decode"]:
-        out = [_total_cards(job, scenario, sizes, "in total")]
+        out = [r for r in [_total_cards(job, scenario, sizes, "in total")] if r]
     elif planned:
         tried_said = (f"the planner found no {' or '.join(ph for ph in missing if not sizes[ph])} worker at "
                       f"{', '.join(map(str, planned))} ranks (the sizes a memory screen passes){wide}")
@@ -301,8 +314,9 @@ def _memory_remedies(job: "_Job", scenario: Scenario, smallest: dict[str, int | 
             across[ph] = across[ph] or across_nodes(job.model, job.hw, job.prec, phase_framework(job.fw, ph),
                                                     tried[ph], _smallest_load(scenario, ph), job.params,
                                                     job.mem_opts, job.method)
-        if wide and across["prefill"] and across["decode"]:
-            out.append(_total_cards(job, scenario, across, "with --allow-cross-node"))
+        if wide and across["prefill"] and across["decode"] and (
+                total := _total_cards(job, scenario, across, "with --allow-cross-node")):
+            out.append(total)
     else:
         tried_said = (f"no worker of {largest + 1} to {largest * WORKER_GROWTH} ranks holds the weights and the "
                       "smallest batch")
@@ -318,14 +332,21 @@ def _memory_remedies(job: "_Job", scenario: Scenario, smallest: dict[str, int | 
     return tried_said, out
 
 
-def _total_cards(job: "_Job", scenario: Scenario, sizes: dict[str, int | None], how: str) -> Remedy:
+def _total_cards(job: "_Job", scenario: Scenario, sizes: dict[str, int | None], how: str) -> Remedy | None:
     """'N cards {how} (a prefill worker of P ranks and a decode worker of D: the planner found a configuration
     for each...)': the cards the two workers need together; `how` 'with --allow-cross-node' where they were found
-    with TP across nodes (the flag is part of the change)."""
+    with TP across nodes (the flag is part of the change). None where the disaggregated planner finds no
+    deployment on those cards as the line changes the request: a worker of each pool may fit while no pair of
+    them is one the engine's KV transfer joins (FrameworkProfile.unpaired: vllm-ascend's prefill TP >= decode TP),
+    and a hint the rerun refuses is no remedy."""
     need = cards_for(job.model, job.hw, sizes["prefill"], sizes["decode"])
     # each worker is planned at one request with the SLAs set aside (_smallest_load): a given --concurrency
     # or SLA is the deployment's next question, which the line names
     load = f"--concurrency {scenario.concurrency:,}" if scenario.concurrency else ""
+    if not _plans_on(job, scenario.model_copy(update={"ttft_ms": None, "tpot_ms": None}
+                                              | ({"concurrency": None} if load else {})),
+                     need, allow_cross_node=job.allow_cross_node or "--allow-cross-node" in how):
+        return None
     aside = (f", {load} and the SLAs aside" if load else ", SLAs aside") if scenario.has_slas() else (
         f", at one request ({load} aside)" if load else "")
     wide = (Change("--allow-cross-node", True),) if "--allow-cross-node" in how else ()

@@ -25,13 +25,16 @@ def stage_sizes(num_layers: int, pp: int, unit: int = 1, remainder: str = "first
     return tuple(n * unit for n in out)
 
 
-def stage_split(layers: list[int], model: ModelSpec, pp: int, field: str, said: str | None = None) -> tuple[int, ...]:
+def stage_split(layers: list[int], model: ModelSpec, pp: int, field: str, said: str | None = None,
+                negative: str = "refused") -> tuple[int, ...]:
     """A pipeline split as the engines take one (vLLM 0.34.0 / SGLang 0.5.23 distributed/utils.py get_pp_indices
     refuse a count of stages other than pp or a sum other than the layers): a stage per pp rank, the model's decoder
     layers in all, none negative (vLLM's "Negative layer count"). A stage of no layers is accepted as both engines
     accept it (vLLM 0.34.0 distributed/utils.py:227-238 refuses a negative count only, SGLang 0.5.23 :123-135 no
     count): it holds what sits outside the layer stack on its place (the embedding first, the LM head last) and
-    hands the hidden states on. `said`: the split as given."""
+    hands the hidden states on. `said`: the split as given. `negative`: the engine's check of a negative count
+    (PPSplit.negative): refused, or unchecked, where the stages it would build are named (refused here all the
+    same: a stage would start before its first layer or end before it starts)."""
     total = len(model.layers) // model.stage_unit
     said = said or ",".join(map(str, layers))
     if len(layers) != pp:
@@ -40,7 +43,14 @@ def stage_split(layers: list[int], model: ModelSpec, pp: int, field: str, said: 
         raise InputError(field, f"{said}: {sum(layers)} layers in all, while {model.name} has {total}; the engine "
                                 "refuses it")
     if min(layers) < 0:
-        raise InputError(field, f"{said}: a negative layer count; the engine refuses it")
+        if negative == "refused":
+            raise InputError(field, f"{said}: a negative layer count; the engine refuses it")
+        starts = [sum(layers[:i]) for i in range(pp)]
+        spans = ", ".join(f"[{a}, {a + n})" for a, n in zip(starts, layers))
+        raise InputError(field, f"{said}: a negative layer count, which the engine does not check: it would build "
+                                f"the stages the running sums give, layers {spans} (start, end), a stage ending "
+                                "before it starts or starting from a negative layer; refused here, as no split runs "
+                                "it")
     return tuple(layers)
 
 

@@ -5,7 +5,8 @@ request, and the flags that place the vision / audio towers. Each record carries
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+import math
+from typing import TYPE_CHECKING, Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -307,6 +308,9 @@ class PPSplit(BaseModel):
         "ignored", description="what the engine does with its partition variable without pipeline parallelism: "
         "checked, as at any stage count (one count, the model's layers: vLLM's make_layers splits at any PP size); "
         "ignored (SGLang drops it at pp_size 1)")
+    negative: Literal["refused", "unchecked"] = Field(
+        "refused", description="what the engine does with a negative count in its partition variable: refused "
+        "(vLLM's 'Negative layer count'); unchecked (SGLang builds the stages from the running sums as given)")
     source: str = Field(min_length=1, description="the engine source file:line")
 
 
@@ -325,6 +329,37 @@ class OffloadEnv(BaseModel):
                                 "first is the engine's default, where the command leaves backend_flag out")
     why: str = Field(min_length=1, description="what the engine does without it, in its own words")
     source: str = Field(min_length=1, description="the engine source file:line")
+
+
+class OffloadSize(BaseModel):
+    """The sizing flag's values the engine refuses to start on under some backends: any but a finite number above
+    0 (vLLM's native backend: 0 reads as unset, nan / inf fail int(); lmcache never reads the size)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    flag: str = Field(min_length=1, description="the sizing flag")
+    backend_flag: str | None = Field(None, description="the flag that picks the offload backend (None: one "
+                                     "backend)")
+    backends: list[str] = Field(min_length=1, description="the backends that refuse such a size; the first is the "
+                                "engine's default, where the command leaves backend_flag out")
+    why: str = Field(min_length=1, description="what the engine does on such a size, in its own words")
+    source: str = Field(min_length=1, description="the engine source file:line")
+
+    def refusal(self, given: Mapping) -> str | None:
+        """Why the command's size stops the engine (`given`: the command's flags as read_command keys them);
+        None where it does not."""
+        value = given.get(("flag", self.flag))
+        backend = given.get(("flag", self.backend_flag)) if self.backend_flag else None
+        if value is None or (backend or self.backends[0]) not in self.backends:
+            return None
+        try:
+            size = float(value)
+        except (TypeError, ValueError):
+            return None  # not a number: the flag's kind refuses it
+        if math.isfinite(size) and size > 0:
+            return None
+        return (f"{self.flag} {value}: not a finite size above 0; under the {backend or self.backends[0]} backend "
+                f"{self.why}")
 
 
 class KVOffload(BaseModel):
@@ -348,6 +383,8 @@ class KVOffload(BaseModel):
                                      "back on a hit; the running batch's KV is not moved to host")
     needs_env: OffloadEnv | None = Field(None, description="a variable the engine needs beside the flags, "
                                            "else it refuses to start (check --command refuses such a command)")
+    positive_size: OffloadSize | None = Field(None, description="the sizes the engine refuses to start on, "
+                                              "under the backends named (check --command refuses such a command)")
     source: str = Field(min_length=1, description="the engine source file:line")
 
     @model_validator(mode="after")
