@@ -197,8 +197,9 @@ def _speculative_cap(fw: FrameworkProfile, given: dict[Slot, str]) -> tuple[dict
     if rule is None or slot is None or slot not in given or ("flag", rule.flag) in given:
         return None
     method = given[slot]
-    upper = fw.draft_methods is not None and fw.draft_methods.any_case
-    if (method.upper() if upper else method) in [m.upper() if upper else m for m in rule.except_methods]:
+    exempt = fw.draft_methods.among(method, rule.except_methods) if fw.draft_methods is not None else \
+        method in rule.except_methods
+    if exempt:
         return None
     return ({("flag", rule.flag): str(rule.value)},
             f"{rule.flag}: not given; with {slot_name(slot, fw)} {method} {fw.name} sets it to {rule.value} "

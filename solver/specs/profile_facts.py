@@ -182,11 +182,12 @@ class DraftMethods(BaseModel):
 
     def kind(self, method: str) -> str | None:
         """The kind of `method` as the command spells it (DRAFT_KINDS); None where the engine's list lacks it."""
+        return next((kind for kind in DRAFT_KINDS if self.among(method, getattr(self, kind))), None)
+
+    def among(self, method: str, methods: list[str]) -> bool:
+        """Whether the engine reads `method`, as the command spells it, as one of `methods` (any_case: in any case)."""
         key = method.upper() if self.any_case else method
-        for kind in DRAFT_KINDS:
-            if key in [m.upper() if self.any_case else m for m in getattr(self, kind)]:
-                return kind
-        return None
+        return key in [m.upper() if self.any_case else m for m in methods]
 
 
 # what a no-prefix-cache condition reads (NoPrefixCache.when): the model's yes/no facts (rule_env.model_facts)
