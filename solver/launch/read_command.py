@@ -207,19 +207,20 @@ def _speculative_cap(fw: FrameworkProfile, given: dict[Slot, str]) -> tuple[dict
 
 
 def _default_cap(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc, world: int, args, values: dict,
-                 concurrency: int | None, mtp: int) -> tuple[int, str] | None:
-    """(the concurrency the engine's default cap admits, a note) where the command leaves the profile's
-    default_running_cap flag out and the concurrency asked exceeds what that default runs; else None."""
-    rule = fw.default_running_cap
-    if rule is None or concurrency is None or ("flag", rule.flag) in values:
+                 concurrency: int | None, mtp: int) -> tuple[int, dict[Slot, str], str] | None:
+    """(the concurrency the engine's default cap admits, {the cap flag's slot: the cap the engine sets}, a note)
+    where the command leaves the profile's default_running_cap flag out and the concurrency asked exceeds what that
+    default runs; else None."""
+    rule, value = fw.default_running_cap, fw.running_cap_on(hw)
+    if rule is None or value is None or concurrency is None or ("flag", rule.flag) in values:
         return None
-    value = fw.running_cap_on(hw)
     caps = [c for arg in args if slot_of(fw, arg) == ("flag", rule.flag) and arg.value_expr is not None
-            for c in [_cap(fw, model, hw, pc, world, arg, value, mtp)] if c is not None]  # type: ignore[arg-type]
+            for c in [_cap(fw, model, hw, pc, world, arg, value, mtp)] if c is not None]
     if not caps or concurrency <= min(caps):
         return None
-    return min(caps), (f"{rule.flag}: not given; {fw.name} sets it to {value:,} on {hw.name} ({fw.name}'s profile: "
-                       f"default_running_cap): read as {min(caps):,} requests at once, the rest wait for a slot")
+    return min(caps), {("flag", rule.flag): str(value)}, (
+        f"{rule.flag}: not given; {fw.name} sets it to {value:,} on {hw.name} ({fw.name}'s profile: "
+        f"default_running_cap): read as {min(caps):,} requests at once, the rest wait for a slot")
 
 
 def read_command(text: str, hw: Hardware, cards: int | None = None, framework: str | None = None,
@@ -375,9 +376,9 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
             cap = min(c for c in (cap, given_cap) if c is not None) if given_cap is not None else cap
     defaulted = _default_cap(fw, spec, hw, pc, world, args, values, concurrency, mtp_read) if cap is None else None
     if defaulted is not None:
-        cap = defaulted[0]
-        notes.append(defaulted[1])
-        values[("flag", fw.default_running_cap.flag)] = str(fw.running_cap_on(hw))  # type: ignore[union-attr]
+        cap, set_by_engine, note = defaulted
+        notes.append(note)
+        values.update(set_by_engine)
     if cap is not None:
         bound, flags = _absent_bound(fw, spec, hw, pc, world, args, parallel, values, cap, mtp_read)
         if bound < cap:
