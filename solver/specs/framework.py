@@ -521,20 +521,12 @@ class FrameworkProfile(BaseModel):
     def token_budget_on(self, hardware: Hardware | str) -> int:
         """The scheduler's default tokens per forward step on `hardware` (FrameworkScheduler.token_budget_for: by
         its name and description, else its memory; a name the catalog does not know has neither)."""
-        dev = _catalog_device(hardware) if isinstance(hardware, str) else hardware
-        name = hardware if isinstance(hardware, str) else hardware.name
-        memory = float(dev.memory_bytes) if dev is not None else None
-        return self.scheduler.token_budget_for(f"{name} {dev.description if dev is not None else ''}", memory)
+        return self.scheduler.token_budget_for(*_device_words(hardware))
 
     def running_cap_on(self, hardware: Hardware | str) -> int | None:
         """The running-request cap the engine sets on `hardware` where a command gives none (default_running_cap:
         by its name and description, else its memory); None where the profile names no such default."""
-        if self.default_running_cap is None:
-            return None
-        dev = _catalog_device(hardware) if isinstance(hardware, str) else hardware
-        name = hardware if isinstance(hardware, str) else hardware.name
-        memory = float(dev.memory_bytes) if dev is not None else None
-        return self.default_running_cap.on(f"{name} {dev.description if dev is not None else ''}", memory)
+        return self.default_running_cap.on(*_device_words(hardware)) if self.default_running_cap else None
 
     def efficiency_for(self, hardware: Hardware | str) -> dict[str, float]:
         """Multipliers for the performance model on one hardware: the profile's own, times the fitted
@@ -698,6 +690,15 @@ class FrameworkProfile(BaseModel):
         rest = [p.split("]", 1)[0] + "]" if p.startswith("[") else quoted(p) for p in problems[1:]]
         more = f" (and {len(rest)} more: {', '.join(rest)})" if rest else ""
         return f"not runnable under framework {self.name}: {problems[0]}{more}"
+
+
+def _device_words(hardware: Hardware | str) -> tuple[str, float | None]:
+    """(the device's name and description, its memory in bytes) as an engine's by-device default reads them
+    (profile_serving.by_device); a name the catalog does not know has no description nor memory."""
+    dev = _catalog_device(hardware) if isinstance(hardware, str) else hardware
+    name = hardware if isinstance(hardware, str) else hardware.name
+    memory = float(dev.memory_bytes) if dev is not None else None
+    return f"{name} {dev.description if dev is not None else ''}", memory
 
 
 def _catalog_device(hardware: str) -> Hardware | None:
