@@ -24,7 +24,7 @@ def command_towers(fw: Any, given: dict, model: Any) -> tuple[str, str, tuple[st
         read = [name for name, wrapper in towers.items() if tf.reads(wrapper)]
         if value is None or not read or tf.off_flag is not None and ("flag", tf.off_flag) in given:
             continue
-        said = f"{tf.flag}{'' if tf.value is None and not tf.zero_limits else f' {value}'}"
+        said = _said(tf, value)
         if tf.zero_limits:
             try:
                 limits = json.loads(value)
@@ -54,6 +54,11 @@ def command_towers(fw: Any, given: dict, model: Any) -> tuple[str, str, tuple[st
     return ("whole" if whole else "engine"), said, tuple(unloaded)
 
 
+def _said(tf: Any, value: str) -> str:
+    """A tower flag as the command writes it: a switch bare, a valued flag with its value."""
+    return f"{tf.flag}{'' if tf.value is None and not tf.zero_limits else f' {value}'}"
+
+
 def unread_tower_flags(fw: Any, given: dict, model: Any) -> list[str]:
     """A note for each tower flag the command gives that `model`'s wrapper does not read (TowerFlag.model_types):
     the tower stays where the engine's layout places it, and what the engine does with the flag
@@ -64,7 +69,7 @@ def unread_tower_flags(fw: Any, given: dict, model: Any) -> list[str]:
         value = given.get(("flag", tf.flag))
         if value is None:
             continue
-        said = f"{tf.flag}{'' if tf.value is None and not tf.zero_limits else f' {value}'}"
+        said = _said(tf, value)
         if not model.encoders:
             out.append(f"{said}: {model.name} has no vision or audio tower: the flag places nothing")
             continue
@@ -91,8 +96,8 @@ def command_split(fw: Any, given: dict, pp: int, model: Any) -> tuple[list[int],
     one_stage = fw.pp_default_split.one_stage if fw.pp_default_split is not None else "ignored"
     if pp <= 1 and (value is None or one_stage == "ignored"):
         return None  # one stage: the engine checks a partition variable there (PPSplit.one_stage) or drops it
-    if value is not None:
-        said = f"{slot_name(slot, fw)}={value}"  # type: ignore[arg-type]
+    if slot is not None and value is not None:
+        said = f"{slot_name(slot, fw)}={value}"
         try:
             layers = [int(n) for n in str(value).split(",")]
         except ValueError:
