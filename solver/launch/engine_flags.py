@@ -73,12 +73,9 @@ def flag_int(engine: str, flag: str, value: str) -> int | None:
 
 
 # what a value of these kinds is, in a refusal's words (the kind names are the flags record's, not the user's)
-KIND_WORDS = {
-    "human_int": "a whole number, or digits with k / m / g / t (x 1,000, decimals allowed) or K / M / G / T "
-                 "(x 1,024, whole numbers only)",
-    "human_int_or_auto": "a whole number, or digits with k / m / g / t (x 1,000, decimals allowed) or K / M / G / T "
-                         "(x 1,024, whole numbers only), or auto / -1",
-}
+_HUMAN_INT = ("a whole number, or digits with k / m / g / t (x 1,000, decimals allowed) or K / M / G / T (x 1,024, "
+              "whole numbers only)")
+KIND_WORDS = {"human_int": _HUMAN_INT, "human_int_or_auto": f"{_HUMAN_INT}, or auto / -1"}
 
 
 def _typed(kind: str, value: str) -> bool:
