@@ -271,14 +271,6 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
     return r, dep
 
 
-
-
-
-
-
-
-
-
 def long_request_findings(fw: Any, not_read: list[str], flag: str, given: bool, limit: int, isl: int, osl: int,
                           phase: str | None) -> tuple[str | None, str | None]:
     """(a class C violation, a note) for a workload of ISL + OSL tokens a request under a maximum model length of
