@@ -159,7 +159,7 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
                 else ""
             raise InputError(flag, f"missing: give --isl and --osl{bound}")
     # the command's depth: what it sets, or none where the profile spells the depth and the command leaves it out
-    fw = load_framework(r.framework)
+    fw, spec = load_framework(r.framework), load_model(r.model)
     spells = any(spells_depth(a) for a in fw.launch.args) if fw.launch else False
     unread = mtp_unread(fw, r)
     # the method the command names, priced as it runs: a lookup drafts with no forward and has no default acceptance
@@ -197,14 +197,14 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
                        f"verifying {width} at --mtp-accept {mtp_accept}, no next-n layers loaded or run")
     phase = r.role.role if r.role is not None else None
     # the formats the command spells are the ones it runs, unless the user gives them
-    spelled = formats_spelled(fw, r, load_model(r.model).quant.method != "none")
+    spelled = formats_spelled(fw, r, spec.quant.method != "none")
     for key, (value, as_given) in spelled.items():
         if {"weight_dtype": weight_dtype, "kv_dtype": kv_dtype}[key] is None:
             r.notes.append(f"--{key.replace('_', '-')} {value}: read from the command's {as_given}")
     weight_dtype = weight_dtype or spelled.get("weight_dtype", (None,))[0]
     kv_dtype = kv_dtype or spelled.get("kv_dtype", (None,))[0]
     # the engine's maximum model length: the command's, else the context it derives from the config
-    limit = r.max_model_len or derived_context(load_model(r.model), fw.max_context)
+    limit = r.max_model_len or derived_context(spec, fw.max_context)
     if limit is not None:
         flag = slot_name(slot_of(fw, model_len_arg(fw)), fw)
         problem, note = long_request_findings(fw, r.not_read, flag, r.max_model_len is not None, limit, isl, osl,  # type: ignore[arg-type]
@@ -232,7 +232,6 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
                 WorkloadSpec(phase="decode", batch=concurrency, isl=isl, osl=osl) if phase == "decode" else
                 WorkloadSpec(phase="prefill", batch=concurrency, seq_len=isl))
     # the towers as the command places them: replicated whole on every rank, or not loaded
-    spec = load_model(r.model)
     towers = command_towers(fw, r.given, spec)
     flags = {f for tf in fw.tower_flags for f in (tf.flag, tf.off_flag) if f}
     r.not_read = [n for n in r.not_read if n not in flags]  # read: they place the towers (or leave them be)
