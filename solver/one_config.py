@@ -69,11 +69,16 @@ def flags_named(problem: str, among: frozenset[str] | None = None) -> str:
     return ", ".join(sorted(at, key=at.get)) or "parallel_config"
 
 
+def _rule_of(fw, env, problem: str):
+    """The broken error rule a problem line of fw.check is ("[id] message"); None for a limit or a KV-head split."""
+    return next((r for r in fw.violated(env, "error") if problem.startswith(f"[{r.id}]")), None)
+
+
 def _flags_refused(fw, env, first: str) -> str:
     """The flags a framework's refusal is about: the knobs its text names that its first broken rule reads (a
     rule's message may suggest another knob as the way out: vLLM's prefill-CP rule names kvp_size); all the knobs
     the text names where no rule reads them."""
-    rule = next((r for r in fw.violated(env, "error") if first.startswith(f"[{r.id}]")), None)
+    rule = _rule_of(fw, env, first)
     named = flags_named(first, frozenset(rule.names)) if rule is not None else "parallel_config"
     return named if named != "parallel_config" else flags_named(first)
 
@@ -96,7 +101,7 @@ def knob_rules(fw, model, hw, pc: ParallelConfig, batch: int, mtp: int,
     warnings = [f"[{r.id}] {r.message}" for r in fw.violated(env, "warning")]
     errors = fw.check(env, "error")
     if errors:
-        first = next((r for r in fw.violated(env, "error") if errors[0].startswith(f"[{r.id}]")), None)
+        first = _rule_of(fw, env, errors[0])
         read = [k for k in CONFIG_FLAGS if first is not None and k in first.names and k in fw.knobs]
         if given is not None and read and not given & set(read):
             flags = ", ".join(CONFIG_FLAGS[k] for k in read)
