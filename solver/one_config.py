@@ -469,10 +469,8 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     if dep.stage_layers is not None:  # the pipeline stages as the command splits them
         from solver.specs.model_rules import stage_split
 
-        split = fw.pp_default_split
         spec = spec.with_stage_layers(stage_split(dep.stage_layers, spec, dep.parallel_config.get("pp_size", 1),
-                                                  at("stage_layers"),
-                                                  negative=split.negative if split is not None else "refused"))
+                                                  at("stage_layers"), split=fw.pp_default_split))
     if dep.draft == "lookup":  # the drafts are looked up, not drafted: the target alone verifies 1 + mtp tokens
         spec = spec.without_next_n()
     else:

@@ -109,8 +109,7 @@ def command_split(fw: Any, given: dict, pp: int, model: Any) -> tuple[list[int],
         said = f"{unset}{fw.name} splits {total} layers as {','.join(map(str, layers))} ({fw.pp_default_split.source})"
     else:
         return None
-    stage_split(layers, model, pp, "--command", said,
-                fw.pp_default_split.negative if fw.pp_default_split is not None else "refused")
+    stage_split(layers, model, pp, "--command", said, fw.pp_default_split)
     if tuple(n * model.stage_unit for n in layers) == stage_sizes(len(model.layers), pp, model.stage_unit):
         return None
     return layers, (f"{said}: priced at the stages it runs, {', '.join(map(str, layers))} layers (memory per rank "

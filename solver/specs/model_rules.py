@@ -7,6 +7,7 @@ from solver.specs.framework import FrameworkProfile
 from solver.specs.model import ModelSpec
 from solver.specs.knobs import neutral
 from solver.specs.parallel import ParallelConfig, absent_knob_problems, smallest_redundant
+from solver.specs.profile_facts import PPSplit
 
 
 def stage_sizes(num_layers: int, pp: int, unit: int = 1, remainder: str = "first") -> tuple[int, ...]:
@@ -26,15 +27,17 @@ def stage_sizes(num_layers: int, pp: int, unit: int = 1, remainder: str = "first
 
 
 def stage_split(layers: list[int], model: ModelSpec, pp: int, field: str, said: str | None = None,
-                negative: str = "refused") -> tuple[int, ...]:
+                split: PPSplit | None = None) -> tuple[int, ...]:
     """A pipeline split as the engines take one (vLLM 0.34.0 / SGLang 0.5.23 distributed/utils.py get_pp_indices
     refuse a count of stages other than pp or a sum other than the layers): a stage per pp rank, the model's decoder
     layers in all, none negative (vLLM's "Negative layer count"). A stage of no layers is accepted as both engines
     accept it (vLLM 0.34.0 distributed/utils.py:227-238 refuses a negative count only, SGLang 0.5.23 :123-135 no
     count): it holds what sits outside the layer stack on its place (the embedding first, the LM head last) and
-    hands the hidden states on. `said`: the split as given. `negative`: the engine's check of a negative count
-    (PPSplit.negative): refused, or unchecked, where the stages it would build are named (refused here all the
-    same: a stage would start before its first layer or end before it starts)."""
+    hands the hidden states on. `said`: the split as given. `split`: the engine's (FrameworkProfile.pp_default_split),
+    whose `negative` says its check of a negative count: refused (also where the profile has none), or unchecked,
+    where the stages it would build are named (refused here all the same: a stage would start before its first
+    layer or end before it starts)."""
+    negative = split.negative if split is not None else "refused"
     total = len(model.layers) // model.stage_unit
     said = said or ",".join(map(str, layers))
     if len(layers) != pp:
