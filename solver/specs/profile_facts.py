@@ -421,14 +421,14 @@ class DefaultRunningCap(BaseModel):
 
     @model_validator(mode="after")
     def _one_reading(self) -> "DefaultRunningCap":
+        from solver.specs.profile_serving import by_device_problems
         from solver.specs.validation import FieldProblem
 
-        if len({t.min_memory_gib for t in self.tiers}) < len(self.tiers):
-            raise FieldProblem("default_running_cap.tiers", "a threshold given twice; keep one tier per threshold")
+        by_device_problems("default_running_cap.tiers", [t.min_memory_gib for t in self.tiers],
+                           "default_running_cap.by_device_name", self.by_device_name)
         for word, cap in self.by_device_name.items():
-            if not word.strip() or word != word.lower() or cap < 1:
-                raise FieldProblem(f"default_running_cap.by_device_name.{word}", "a non-empty lower-case word "
-                                   "of the device's name or description, mapped to a cap of 1 or more")
+            if cap < 1:
+                raise FieldProblem(f"default_running_cap.by_device_name.{word}", f"{cap}: a cap of 1 or more")
         return self
 
     def on(self, device_name: str, memory_bytes: float | None) -> int:

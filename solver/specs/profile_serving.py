@@ -94,18 +94,9 @@ class FrameworkScheduler(BaseModel):
     def _one_reading(self) -> "FrameworkScheduler":
         from solver.specs.validation import FieldProblem
 
-        # two tiers at one threshold leave the budget to their order, silently
-        seen: set[float] = set()
-        for i, tier in enumerate(self.token_budget_tiers):
-            if tier.min_memory_gib in seen:
-                raise FieldProblem(f"token_budget_tiers.{i}.min_memory_gib",
-                                   f"{tier.min_memory_gib:g} GiB given twice; keep one tier per threshold")
-            seen.add(tier.min_memory_gib)
-        # matched against the lower-cased device name: an upper-case word would never match, an empty one always
+        by_device_problems("token_budget_tiers", [t.min_memory_gib for t in self.token_budget_tiers],
+                           "token_budget_by_device_name", self.token_budget_by_device_name)
         for word, budget in self.token_budget_by_device_name.items():
-            if not word.strip() or word != word.lower():
-                raise FieldProblem(f"token_budget_by_device_name.{word}", "a non-empty lower-case word of the "
-                                   "device's name or description (matched against them lower-cased)")
             if not 0 < budget <= MAX_TOKENS:
                 raise FieldProblem(f"token_budget_by_device_name.{word}", f"{budget} tokens is outside "
                                                                           f"[1, {MAX_TOKENS}]")
@@ -116,6 +107,24 @@ class FrameworkScheduler(BaseModel):
         `memory_bytes` of HBM (None: unknown)."""
         return by_device(self.token_budget, [(t.min_memory_gib, t.tokens) for t in self.token_budget_tiers],
                          self.token_budget_by_device_name, device_name, memory_bytes)
+
+
+def by_device_problems(tiers_field: str, thresholds: list[float], names_field: str, by_name: dict[str, int]) -> None:
+    """Refuse (FieldProblem) a by-device default by_device would read ambiguously or never: two tiers at one
+    threshold (the value left to their order, silently), or a device word that is empty or not lower case (matched
+    against the lower-cased name: an upper-case word never matches, an empty one always)."""
+    from solver.specs.validation import FieldProblem
+
+    seen: set[float] = set()
+    for i, gib in enumerate(thresholds):
+        if gib in seen:
+            raise FieldProblem(f"{tiers_field}.{i}.min_memory_gib", f"{gib:g} GiB given twice; keep one tier per "
+                                                                    "threshold")
+        seen.add(gib)
+    for word in by_name:
+        if not word.strip() or word != word.lower():
+            raise FieldProblem(f"{names_field}.{word}", "a non-empty lower-case word of the device's name or "
+                                                        "description (matched against them lower-cased)")
 
 
 def by_device(default: int, tiers: list[tuple[float, int]], by_name: dict[str, int], device_name: str,
