@@ -99,7 +99,6 @@ def launch_expr(attr: str, src: str, condition: bool) -> Expr:
     return expr
 
 
-# strict, as the rest of a profile is (specs/framework.py): switch: 1 or per_node: 0 is refused, not read as a bool
 def as_read(v: Any) -> str:
     """A launch argument's value as a command's slot holds it (bools true / false, whole floats as integers): how
     check --command reads a command and how the ranking's notes spell a launch."""
@@ -110,6 +109,7 @@ def as_read(v: Any) -> str:
     return str(v)
 
 
+# strict, as the rest of a profile is (specs/framework.py): switch: 1 or per_node: 0 is refused, not read as a bool
 class LaunchArg(BaseModel):
     """One argv token pair (`flag value`), bare flag (`switch`), positional `text`, document key or env var."""
 
