@@ -420,14 +420,15 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
 def _looser_sla(t: Task, tok_s: float, widen: bool, progress: Callable[[str], None] | None,
                 max_copies: int | None) -> Remedy | str | None:
     """The SLA that binds at the best size `t` and the least value of it at which that size's copies (within
-    --max-copies, else the cluster cap) carry `tok_s`: each given SLA set aside alone (the other held), then all
+    --max-copies and the cluster cap) carry `tok_s`: each given SLA set aside alone (the other held), then all
     together, the size planned again (its range widened as the sizes were); of the planner's answers that carry
     the load, the least figure of the SLA set aside, rounded up (a cap the rerun passes). Where none carries it,
     the most the size reaches with the SLAs aside; None where it already reaches no more without them."""
     from solver.errors import three_figures
     from solver.plan.memory_remedies import SLA_FLAGS
 
-    copies = max_copies if max_copies is not None else max(1, MAX_CARDS // t.cards)
+    # the copies allowed: --max-copies within the cluster cap, else the cap's
+    copies = max(1, min(max_copies if max_copies is not None else MAX_CARDS, MAX_CARDS // t.cards))
     need = tok_s / copies
     given = [f for f in SLA_FLAGS.values() if getattr(t.scenario, f.field) is not None]
     sets = [[f] for f in given] + ([given] if len(given) > 1 else [])
@@ -456,11 +457,10 @@ def _looser_sla(t: Task, tok_s: float, widen: bool, progress: Callable[[str], No
                       f"{n * r['output_tokens_per_s']:,.0f} output tokens/s at concurrency {int(r['concurrency']):,}:"
                       " the planner found it there)",
                       tuple(Change(g.flag, float(cap.replace(",", ""))) for g, cap in caps.items()))
-    best = max(1, min(copies, MAX_CARDS // t.cards)) * most
     if most <= 0:
         return None
     return (f"no looser SLA carries it on {_cards(t.cards)}: with the SLAs aside, {_copies(copies)} of "
-            f"{_cards(t.cards)} {_carry(copies)} at most {best:,.0f} output tokens/s")
+            f"{_cards(t.cards)} {_carry(copies)} at most {copies * most:,.0f} output tokens/s")
 
 
 LOOSER_PROBES = 8  # _least_caps' reruns of the size: the caps to within 1/2**8 of their span (given to found)
