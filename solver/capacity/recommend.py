@@ -346,8 +346,8 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
     """Of the sizes (increasing), the copies of one that carry the load on the fewest cards in all, ties to fewer
     copies; a size is solved only while one copy of it could still win."""
     opt = Option(hardware=hw_name, met=False, price_per_card_hour=price)
-    best_seen: tuple[float, int, str | None] | None = None  # tok/s, cards, the concurrency range's note there
-    best_task: Task | None = None  # the task best_seen is of (as solved: its range widened)
+    # tok/s, the task it is of (as solved: its range widened), the concurrency range's note there
+    best_seen: tuple[float, Task, str | None] | None = None
     # the most copies of one size carry within MAX_CARDS in all: (tok/s together, copies, cards, tok/s per copy)
     best_in_cap: tuple[float, int, int, float] | None = None
     last_binding, last_remedy = "", None  # the largest infeasible size's binding constraint and the planner's remedy
@@ -373,8 +373,7 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
             continue
         top = max(ok, key=lambda r: r["output_tokens_per_s"])
         if best_seen is None or top["output_tokens_per_s"] > best_seen[0]:
-            best_seen = (top["output_tokens_per_s"], t.cards, _range_note(t, top, "it"))
-            best_task = t
+            best_seen = (top["output_tokens_per_s"], t, _range_note(t, top, "it"))
         if top["output_tokens_per_s"] < tok_s:
             # this count fell short of the whole load at the top of the concurrency range: with a larger one it
             # may need fewer copies, or carry the load alone
@@ -406,10 +405,10 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
         # more cards help only where the largest size tried had a configuration
         larger = infeasible if infeasible and infeasible[-1][0] == largest else []
         bigger = (None if best_seen[2] or larger else
-                  _larger_size(tasks[-1], best_seen[0] / best_seen[1], tok_s, widen, progress, max_copies))
-        looser = (_looser_sla(best_task, tok_s, widen, progress, max_copies)
-                  if sc.has_slas() and best_task is not None and not best_seen[2] and not larger else None)
-        opt.note = shortfall_note(best_seen[0], best_seen[1], tok_s, sc.has_slas(), best_seen[2], larger,
+                  _larger_size(tasks[-1], best_seen[0] / best_seen[1].cards, tok_s, widen, progress, max_copies))
+        looser = (_looser_sla(best_seen[1], tok_s, widen, progress, max_copies)
+                  if sc.has_slas() and not best_seen[2] and not larger else None)
+        opt.note = shortfall_note(best_seen[0], best_seen[1].cards, tok_s, sc.has_slas(), best_seen[2], larger,
                                   _untried(*last_why, opt.tried_cards, largest) if larger else None, max_copies,
                                   bigger, looser)
         if max_copies is None and best_in_cap is not None and best_in_cap[0] < tok_s:
@@ -420,14 +419,15 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
 def _looser_sla(t: Task, tok_s: float, widen: bool, progress: Callable[[str], None] | None,
                 max_copies: int | None) -> Remedy | str | None:
     """The SLA that binds at the best size `t` and the least value of it at which that size's copies (within
-    --max-copies, else the cluster cap) carry `tok_s`: each given SLA set aside alone (the other held), then all
+    --max-copies and the cluster cap) carry `tok_s`: each given SLA set aside alone (the other held), then all
     together, the size planned again (its range widened as the sizes were); of the planner's answers that carry
     the load, the least figure of the SLA set aside, rounded up (a cap the rerun passes). Where none carries it,
     the most the size reaches with the SLAs aside; None where it already reaches no more without them."""
     from solver.errors import three_figures
     from solver.plan.memory_remedies import SLA_FLAGS
 
-    copies = max_copies if max_copies is not None else max(1, MAX_CARDS // t.cards)
+    # the copies allowed: --max-copies within the cluster cap, else the cap's
+    copies = max(1, min(max_copies if max_copies is not None else MAX_CARDS, MAX_CARDS // t.cards))
     need = tok_s / copies
     given = [f for f in SLA_FLAGS.values() if getattr(t.scenario, f.field) is not None]
     sets = [[f] for f in given] + ([given] if len(given) > 1 else [])
@@ -456,11 +456,10 @@ def _looser_sla(t: Task, tok_s: float, widen: bool, progress: Callable[[str], No
                       f"{n * r['output_tokens_per_s']:,.0f} output tokens/s at concurrency {int(r['concurrency']):,}:"
                       " the planner found it there)",
                       tuple(Change(g.flag, float(cap.replace(",", ""))) for g, cap in caps.items()))
-    best = max(1, min(copies, MAX_CARDS // t.cards)) * most
     if most <= 0:
         return None
     return (f"no looser SLA carries it on {_cards(t.cards)}: with the SLAs aside, {_copies(copies)} of "
-            f"{_cards(t.cards)} {_carry(copies)} at most {best:,.0f} output tokens/s")
+            f"{_cards(t.cards)} {_carry(copies)} at most {copies * most:,.0f} output tokens/s")
 
 
 LOOSER_PROBES = 8  # _least_caps' reruns of the size: the caps to within 1/2**8 of their span (given to found)

@@ -262,11 +262,17 @@ def _fastest_aside(planner: cpsat.Planner, b: int, slas: list[str], fits: Callab
     p = planner.best(b, relaxed=frozenset(slas))
     if p is None or fits is None or fits(p):
         return p
-    aside = cpsat.Planner(planner.t, planner.model, planner.hw, planner.fw,
-                          planner.scenario.model_copy(update={SLA_FLAGS[s].field: None for s in slas}),
-                          planner.params)
-    aside.verify = fits
-    return aside.best(b)
+    return _planner_under(planner, {SLA_FLAGS[s].field: None for s in slas}, fits).best(b)
+
+
+def _planner_under(planner: cpsat.Planner, update: dict[str, float | None], fits: Callable[[Point], bool] | None
+                   ) -> cpsat.Planner:
+    """A planner over `planner`'s tables for its scenario with the SLA fields `update` changes, whose check is
+    `fits` (None: the tables' own constraints alone)."""
+    out = cpsat.Planner(planner.t, planner.model, planner.hw, planner.fw, planner.scenario.model_copy(update=update),
+                        planner.params)
+    out.verify = fits
+    return out
 
 
 LEAST_FIGURE_REL = 2e-3  # _least_figure's resolution: finer than the three figures the remedy quotes
@@ -286,10 +292,7 @@ def _least_figure(planner: cpsat.Planner, b: int, sla: str, start: Point,
     best, lo, hi = start, 0.0, figure_ms(start)
     while hi - lo > LEAST_FIGURE_REL * hi:
         cap = (lo + hi) / 2
-        probe = cpsat.Planner(planner.t, planner.model, planner.hw, planner.fw,
-                              planner.scenario.model_copy(update={fam.field: cap}), planner.params)
-        probe.verify = fits
-        q = probe.best(b)
+        q = _planner_under(planner, {fam.field: cap}, fits).best(b)
         if q is None:
             lo = cap
         else:

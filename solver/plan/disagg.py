@@ -307,7 +307,7 @@ def _evaluated(job: "_Job", scenario: Scenario, pairs: list["_Pair"]) -> tuple[l
 
 
 def fixed_unplaceable(fixed: Workers, fronts: dict, cards: int, hw: Hardware, model: ModelSpec,
-                      scenario: Scenario | None = None, job: "_Job | None" = None) -> InfeasibleError:
+                      scenario: Scenario, job: "_Job") -> InfeasibleError:
     """No pair at the user's worker counts: the fewest cards they take at the smallest feasible worker sizes
     (more than `cards`: the remedy, beside the most workers up to the user's whose pools pair on `cards`,
     fewer_workers), or, where those fit the cards, that none of the pairs at those counts pairs or serves the load
@@ -320,9 +320,8 @@ def fixed_unplaceable(fixed: Workers, fronts: dict, cards: int, hw: Hardware, mo
                                ["B.cards"])
     least = (fixed.prefill or 1) * wp + (fixed.decode or 1) * wd
     smallest = f"the smallest feasible workers are {wp} ranks (prefill) and {wd} (decode)"
-    checked = scenario is not None and job is not None  # each alternative offered is one the planner plans
-    fewer, tried, fit = (fewer_workers(fixed, fronts, cards, scenario, job) if checked  # type: ignore[arg-type]
-                         else (None, 0, 0))
+    # each alternative offered is one the planner plans
+    fewer, tried, fit = fewer_workers(fixed, fronts, cards, scenario, job)
     counts = (Remedy(f"{' '.join(c.option for c in fewer)} (the most workers up to {fixed.label()} the planner "
                      f"finds a deployment at on {cards} cards)", fewer) if fewer else None)
     # the search's bound, where it stopped short of the counts with fewer workers
@@ -333,7 +332,7 @@ def fixed_unplaceable(fixed: Workers, fronts: dict, cards: int, hw: Hardware, mo
         free = (Remedy("--prefill-workers / --decode-workers left to the rate match",
                        tuple(Change(f, None) for f, n in (("--prefill-workers", fixed.prefill),
                                                           ("--decode-workers", fixed.decode)) if n is not None))
-                if checked and _plans_at(job, scenario, fronts, cards, Workers()) else None)  # type: ignore[arg-type]
+                if _plans_at(job, scenario, fronts, cards, Workers()) else None)
         return InfeasibleError(f"no disaggregated deployment at {fixed.label()} on {cards} cards: {smallest}, "
                                f"{least} cards at {fixed.label()}, but none of its pairs pairs or serves the load "
                                "(a --concurrency / --max-concurrency the decode workers' batches do not share, or "
@@ -344,7 +343,7 @@ def fixed_unplaceable(fixed: Workers, fronts: dict, cards: int, hw: Hardware, mo
     # cards are another plan's)
     from solver.plan.memory_remedies import sla_changes_aside
 
-    aside = sla_changes_aside(scenario) if scenario is not None else ()
+    aside = sla_changes_aside(scenario)
     room = Remedy(f"--cards {need}" + (" (room for them, SLAs aside)" if aside else ""),
                   (Change("--cards", need), *aside))
     return InfeasibleError(f"no disaggregated deployment at {fixed.label()} within {cards} cards: {smallest}, so "

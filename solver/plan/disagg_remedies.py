@@ -210,27 +210,17 @@ def _confirmed(job: "_Job", scenario: Scenario, most: int) -> int | None:
     return backed_off(most, lambda n: _plans(job, scenario.model_copy(update={"concurrency": n})))
 
 
-def _plans_on(job: "_Job", scenario: Scenario, cards: int, allow_cross_node: bool) -> bool:
-    """_plans on `cards` (the worker sizes those cards take, worker_sizes), as a rerun at --cards asks it."""
-    from solver.plan.disagg import plan_disagg  # late: it imports this module where it has no pair
-
-    try:
-        plan_disagg(job.model, job.hw, job.prec, job.fw, cards, scenario, quick_params(job.params),
-                    allow_cross_node, job.mem_opts, None, top=1, method=job.method, fixed=job.fixed,
-                    diagnose=False)
-    except InfeasibleError:
-        return False
-    return True
-
-
-def _plans(job: "_Job", scenario: Scenario) -> bool:
+def _plans(job: "_Job", scenario: Scenario, cards: int | None = None, allow_cross_node: bool | None = None) -> bool:
     """Whether the disaggregated planner, in a remedy's small solve (quick_params), finds a deployment for
-    `scenario` on the job's cards (plans_at's question, disaggregated)."""
+    `scenario` on the job's cards (plans_at's question, disaggregated), or on `cards` (the worker sizes those cards
+    take, worker_sizes, and `allow_cross_node` where given), as a rerun at --cards asks it."""
     from solver.plan.disagg import plan_disagg  # late: it imports this module where it has no pair
 
+    own = cards is None
     try:
-        plan_disagg(job.model, job.hw, job.prec, job.fw, job.cards, scenario, quick_params(job.params),
-                    job.allow_cross_node, job.mem_opts, job.sizes, top=1, method=job.method, fixed=job.fixed,
+        plan_disagg(job.model, job.hw, job.prec, job.fw, job.cards if own else cards, scenario,
+                    quick_params(job.params), job.allow_cross_node if allow_cross_node is None else allow_cross_node,
+                    job.mem_opts, job.sizes if own else None, top=1, method=job.method, fixed=job.fixed,
                     diagnose=False)
     except InfeasibleError:
         return False
@@ -343,9 +333,9 @@ def _total_cards(job: "_Job", scenario: Scenario, sizes: dict[str, int | None], 
     # each worker is planned at one request with the SLAs set aside (_smallest_load): a given --concurrency
     # or SLA is the deployment's next question, which the line names
     load = f"--concurrency {scenario.concurrency:,}" if scenario.concurrency else ""
-    if not _plans_on(job, scenario.model_copy(update={"ttft_ms": None, "tpot_ms": None}
-                                              | ({"concurrency": None} if load else {})),
-                     need, allow_cross_node=job.allow_cross_node or "--allow-cross-node" in how):
+    if not _plans(job, scenario.model_copy(update={"ttft_ms": None, "tpot_ms": None}
+                                           | ({"concurrency": None} if load else {})),
+                  need, allow_cross_node=job.allow_cross_node or "--allow-cross-node" in how):
         return None
     aside = (f", {load} and the SLAs aside" if load else ", SLAs aside") if scenario.has_slas() else (
         f", at one request ({load} aside)" if load else "")

@@ -314,19 +314,19 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
             realized[p.key()] = estimate(model, hw, cfg, prec, f, Workload.for_scenario(scenario, p.batch), mem_opts)
         return realized[p.key()]
 
-    def verify(p: Point) -> bool:
-        # the full estimate's constraints, and room for what the figures assume: the busiest replica's
-        # sequences at the longest context (the planner's memory constraint is that model: layout_memory.StageMemory)
-        if full_estimate_misses(full(p), scenario):
-            return False
+    def holds_assumed(p: Point) -> bool:
+        # room for what the figures assume: the busiest replica's sequences at the longest context (the planner's
+        # memory constraint is that model: layout_memory.StageMemory)
         cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
         return assumed_memory(model, hw, cfg, prec, scenario, p.batch, mem_opts).feasible
 
+    def verify(p: Point) -> bool:
+        # the full estimate's constraints, and room for what the figures assume
+        return not full_estimate_misses(full(p), scenario) and holds_assumed(p)
+
     def fits_in_full(p: Point) -> bool:
         # verify's memory half (a diagnosis's configuration with the SLAs set aside is checked by it)
-        return full(p).memory.feasible and assumed_memory(
-            model, hw, ParallelConfig(world_size=world, **tables.config(dict(p.picks))), prec, scenario, p.batch,
-            mem_opts).feasible
+        return full(p).memory.feasible and holds_assumed(p)
 
     # memory and SLAs are judged by the full estimate, not only the additive proxy: nothing that does not fit
     # is ever recommended

@@ -186,8 +186,9 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
 
     if pc.pp_size > 1 and pc.world_size % pc.pp_size == 0:
         L, pp = model.num_layers // model.stage_unit, pc.pp_size  # the engines' decoder layers
-        sizes = [n // model.stage_unit for n in model_stage_sizes(model, pp)]
-        if model.stage_layers and len(model.stage_layers) == pp:
+        split = model_stage_sizes(model, pp)
+        if split == model.stage_layers:  # the command's own split, where model_stage_sizes takes it
+            sizes = [n // model.stage_unit for n in split]
             r.warnings["B"].append(f"{L} layers in pp_size {pp} stages of {', '.join(map(str, sizes))} layers, as "
                                    "the command runs them: the heaviest stage's memory and each stage's time "
                                    "are priced")
