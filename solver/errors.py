@@ -14,15 +14,17 @@ def quoted(text: str, width: int = QUOTE_WIDTH) -> str:
     return text if len(text) <= width else text[:width - 3] + "..."
 
 
-def three_figures(value: float, up: bool = False) -> str:
+def three_figures(value: float, up: bool = False, down: bool = False) -> str:
     """`value` to three significant figures for a one-line message, never in exponent form (TTFT 2,750 ms, not
     2.75e+03 ms), thousands separated. `up`: rounded up, for a figure quoted as a cap to pass (an SLA that admits a
-    TTFT of 478.6 ms is --ttft-ms 479; 33.14 ms quoted 33.1 would be a TPOT cap it misses)."""
+    TTFT of 478.6 ms is --ttft-ms 479; 33.14 ms quoted 33.1 would be a TPOT cap it misses); `down`: rounded down,
+    for a figure quoted as a target to reach (0.4567 tok/s is a target of 0.456)."""
     if value == 0 or not math.isfinite(value):
         return f"{value:g}"
-    if up and value > 0:
+    if (up or down) and value > 0:
         scale = 10.0 ** (2 - math.floor(math.log10(value)))
-        value = math.ceil(round(value * scale, 6)) / scale  # round(): 33.1 stored as 33.1000000001 stays 33.1
+        # round(): 33.1 stored as 33.1000000001 stays 33.1
+        value = (math.ceil if up else math.floor)(round(value * scale, 6)) / scale
     value = float(f"{value:.3g}")  # rounded first: 99.95 is 100, not 100.0
     decimals = 2 - math.floor(math.log10(abs(value)))
     return f"{value:,.0f}" if decimals <= 0 else f"{value:.{decimals}f}"

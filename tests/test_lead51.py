@@ -79,3 +79,10 @@ def test_the_tables_sum_to_the_full_estimate_under_a_hyper_connection_head_and_s
     pc = ParallelConfig(world_size=16, **t.config(picks))
     e = estimate(m, h, pc, prec, fac, Workload.for_scenario(sc, 1))
     assert t.figures(1, picks).ttft_s == pytest.approx(e.ttft_s, rel=1e-9)
+
+
+def test_three_figures_rounds_down_for_a_target_to_reach_and_up_for_a_cap_to_pass():
+    from solver.errors import three_figures
+
+    assert three_figures(0.4567, down=True) == "0.456" and three_figures(0.4567, up=True) == "0.457"
+    assert three_figures(33.1, down=True) == "33.1" and three_figures(2_759.0, down=True) == "2,750"

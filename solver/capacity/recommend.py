@@ -40,7 +40,7 @@ from solver.capacity.inputs import DEFAULT_SCENARIOS, default_cards, parse_cards
 from solver.capacity.pricing import costs, parse_prices
 from solver.capacity.sweep import (REMEDIES, UNROUNDED, Task, build_plan, hardware_list, infeasible_note, solve_task,
                                     sweep_rows)
-from solver.errors import Change, InputError, Remedies, Remedy, remedies
+from solver.errors import Change, InputError, Remedies, Remedy, remedies, three_figures
 from solver.plan.points import SolverParams
 from solver.space.domains import range_note
 from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, MAX_CARDS, MAX_CONCURRENCY
@@ -423,7 +423,6 @@ def _looser_sla(t: Task, tok_s: float, widen: bool, progress: Callable[[str], No
     together, the size planned again (its range widened as the sizes were); of the planner's answers that carry
     the load, the least figure of the SLA set aside, rounded up (a cap the rerun passes). Where none carries it,
     the most the size reaches with the SLAs aside; None where it already reaches no more without them."""
-    from solver.errors import three_figures
     from solver.plan.memory_remedies import SLA_FLAGS
 
     # the copies allowed: --max-copies within the cluster cap, else the cap's
@@ -631,9 +630,9 @@ def cluster_cap_note(most: float, copies: int, cards: int, per_copy: float, tok_
     # the whole tokens/s the copies reach, rounded down: rounded to nearest, 49,479.68 quotes 49,480, which needs
     # one copy more than the cap holds (a rerun at the quoted target finds no size that meets it)
     # (below 1 tok/s, to three significant figures: a whole number would be 0)
-    reach: float = math.floor(most) if most >= 1 else _down_3(most)
+    shown = f"{math.floor(most):,}" if most >= 1 else three_figures(most, down=True)
+    reach = math.floor(most) if most >= 1 else float(shown)
     clusters = math.ceil(tok_s / reach)
-    shown = f"{reach:,}" if isinstance(reach, int) else f"{reach:.3g}"
     # no size tried carries more per card than the best of them, and one outside those tried is not planned: only
     # the target has a value to name
     fit = remedies(Remedy(f"a target up to {shown} (the load split over {clusters:,} clusters)",
@@ -641,12 +640,6 @@ def cluster_cap_note(most: float, copies: int, cards: int, per_copy: float, tok_
     return (f"binding: the cap of {MAX_CARDS:,} cards in all (the most a cluster may have here), where the sizes "
             f"tried carry at most {shown} output tokens/s ({copies:,} copies of {_cards(cards)} at "
             f"{per_copy:,.0f} each); {fit.text()}")
-
-
-def _down_3(x: float) -> float:
-    """x > 0 rounded down to three significant figures."""
-    step = 10.0 ** (math.floor(math.log10(x)) - 2)
-    return math.floor(x / step) * step
 
 
 def _copies(n: int) -> str:
