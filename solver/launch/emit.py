@@ -30,9 +30,8 @@ from solver.specs.profile_serving import ep_kernels_hold, graph_cap_at, graph_ca
 from solver.specs.knobs import DERIVED_NAMES, SETTINGS
 from solver.specs.rule_env import device_facts, device_flags, model_env, unstated_platform_note
 from solver.specs.hardware import Hardware
-from solver.specs.launch_spec import (DISAGG_ROLES, PLAN_MEMORY_NAMES, POOL_NAMES, REPLICA_BATCH, DisaggLaunch,
+from solver.specs.launch_spec import (DISAGG_ROLES, PLAN_MEMORY_NAMES, POOL_NAMES, DisaggLaunch,
                                      LaunchArg, pool_role)
-from solver.specs.expr import compile_expr
 from solver.specs.model import ModelSpec
 from solver.specs.notes import derived_said
 from solver.specs.model_rules import model_problems, stage_sizes
@@ -460,7 +459,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         **env,
         "nnodes": nnodes, "gpus_per_node": gpus, "max_model_len": inputs.max_model_len,
         # one engine instance's share of the planned concurrency: a DP rank's, or a dense model's replica's
-        "replica_batch": int(compile_expr(REPLICA_BATCH, fw.group_products).evaluate(env)),
+        "replica_batch": int(fw.replica_batch(env)),
         "graph_cap": graph_cap_at(fw.serving.graph_max_batch, graph_cap_env(
             pc, hw.memory_gib, device_flags(hw.platform, hw.capability), model.num_experts)) or 0,
         "token_budget": step_budget(fw, step_default(fw.serving.ep_kernels, fw.token_budget_on(hw), model.is_moe, pc,

@@ -32,7 +32,7 @@ from solver.launch.emit import LaunchInputs, emit_launch
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.knobs import DERIVED_NAMES, FOLLOWS, KNOBS, SETTINGS
-from solver.specs.launch_spec import PLAN_MEMORY_NAMES, REPLICA_BATCH, LaunchArg
+from solver.specs.launch_spec import PLAN_MEMORY_NAMES, LaunchArg
 from solver.specs.limits import MAX_CARDS
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
@@ -136,13 +136,12 @@ def _cap(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc, world: int, a
          mtp: int) -> int | None:
     """The largest concurrency whose value of `arg` (a function of the batch and the configuration) is at most
     `given`: what a per-engine or per-rank cap admits over the deployment. None where the argument reads more."""
-    from solver.specs.expr import compile_expr
     from solver.specs.limits import MAX_CONCURRENCY
     from solver.specs.rule_env import device_facts, model_env
 
     def env_at(batch: int) -> dict:
         env = dict(model_env(pc.settings(), model, **device_facts(hw), world=world, batch=batch, mtp=mtp))
-        env["replica_batch"] = compile_expr(REPLICA_BATCH, fw.group_products).evaluate(env)
+        env["replica_batch"] = fw.replica_batch(env)
         return env
 
     def value(batch: int) -> float:
@@ -168,7 +167,6 @@ def _absent_bound(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc, worl
     command leaves out: the engine runs its default there, which the launch prints the flag to override (SGLang's
     PP microbatch cap, max_running_requests // pp_size unset: 6 requests over PP4 without
     --pp-max-micro-batch-size run 4). `cap` where no such flag is left out; with the flags' names."""
-    from solver.specs.expr import compile_expr
     from solver.specs.rule_env import device_facts, model_env
 
     absent = [a for a in args if (slot := slot_of(fw, a)) is not None and slot not in parallel
@@ -180,7 +178,7 @@ def _absent_bound(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc, worl
 
     def printed(batch: int) -> bool:
         env = dict(model_env(pc.settings(), model, **device_facts(hw), world=world, batch=batch, mtp=mtp))
-        env["replica_batch"] = compile_expr(REPLICA_BATCH, fw.group_products).evaluate(env)
+        env["replica_batch"] = fw.replica_batch(env)
         return any(a.when_expr.evaluate(env) for a in absent)
 
     bound = next((b for b in range(cap, 0, -1) if not printed(b)), cap)

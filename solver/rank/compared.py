@@ -178,14 +178,13 @@ def _printed(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelC
     key: its rendered value ("" for a switch)} for each argument printed whose condition and value read only the
     configuration, the model and the device (the batch-, memory- and length-sized ones are left out). None where
     the profile has no launch."""
-    from solver.specs.expr import compile_expr
-    from solver.specs.launch_spec import REPLICA_BATCH, as_read
+    from solver.specs.launch_spec import as_read
 
     if fw.launch is None:
         return None
     env = dict(model_env(pc.settings(), model, **device_facts(hw), world=pc.world_size, batch=wl.sequences,
                          mtp=wl.mtp))
-    env["replica_batch"] = compile_expr(REPLICA_BATCH, fw.group_products).evaluate(env)
+    env["replica_batch"] = fw.replica_batch(env)
     out: dict[str, str] = {}
     for a in fw.launch.args:
         doc = fw.launch.documents.get(a.doc) if a.doc else None

@@ -269,6 +269,11 @@ class FrameworkProfile(BaseModel):
         return tuple((name, tuple(k for k in knobs if k in self.knobs))
                      for name, knobs in (("tp_group_size", self.tp_group_knobs), ("attn_group_size", ATTN_GROUP_KNOBS)))
 
+    def replica_batch(self, env: Mapping[str, Value]) -> Value:
+        """One engine instance's share of the planned concurrency (launch_spec.REPLICA_BATCH) in rule env `env`:
+        the one evaluation the launch, a pasted command's reading and the ranking's flag terms share."""
+        return compile_expr(REPLICA_BATCH, self.group_products).evaluate(env)
+
     @property
     def ep_kernels(self) -> "EpKernels | None":
         """The engine's EP kernels (serving.ep_kernels): the memory side's name for them (memory_options.MEMORY_AMOUNTS)."""
